@@ -1,0 +1,39 @@
+"""The exit-code contract every dtrain command follows (documented in docs/exit-codes.md)."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0              # success / job Completed
+    JOB_FAILED = 1      # the job ran and Failed
+    INVALID = 2         # invalid input or usage; nothing was submitted
+    CANCELED = 3        # the job was Canceled
+    TIMEOUT = 4         # waiting timed out, or the job hit limits.timeout
+    INFRA = 5           # NotResponding, Paused, preempted or lost nodes
+    CONFIG = 6          # authentication, workspace or configuration error
+    LOST = 7            # lost track of a job (status unreadable after retries)
+    INTERRUPTED = 130   # Ctrl-C while waiting; the job keeps running
+
+
+# Azure ML job statuses (JobStatus in the REST spec) that end a job, and what they exit with.
+TERMINAL_STATUS_EXIT = {
+    "Completed": ExitCode.OK,
+    "Failed": ExitCode.JOB_FAILED,
+    "Canceled": ExitCode.CANCELED,
+    "NotResponding": ExitCode.INFRA,
+    "Paused": ExitCode.INFRA,
+}
+
+TERMINAL_STATUSES = frozenset(TERMINAL_STATUS_EXIT)
+
+
+def exit_code_for_status(status: str) -> ExitCode:
+    """Exit code for a terminal job status; a status we do not know is treated as lost track."""
+    return TERMINAL_STATUS_EXIT.get(status, ExitCode.LOST)
+
+
+HELP_TEXT = """Exit codes: 0 success/Completed, 1 job Failed, 2 invalid input (nothing submitted),
+3 Canceled, 4 timed out, 5 infrastructure (NotResponding, Paused, lost nodes),
+6 authentication/workspace/configuration, 7 lost track of a job,
+130 interrupted (the job keeps running)."""

@@ -1,0 +1,166 @@
+"""A validated job spec as typed values. Built only from data the validator has accepted."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .schema import INPUT_MODES
+
+LOCAL_COMPUTE = "local"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    type: str                                   # "pytorch" | "tensorflow" | "mpi" | "ray"
+    process_count_per_instance: int | None = None
+    worker_count: int | None = None
+    parameter_server_count: int = 0
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    type: str                     # "literal" or an asset type (uri_folder, uri_file, mltable, *_model)
+    value: object = None          # the literal value (literal inputs)
+    path: str | None = None       # asset path as written (local path, azureml:..., URL)
+    mode: str | None = None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.type == "literal"
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    type: str = "uri_folder"
+    mode: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run. Backends decide where; nothing here knows about them."""
+
+    data: dict                    # the Azure fields exactly as validated (after --set overrides)
+    base_dir: Path                # folder the spec's relative paths are resolved against
+    source: Path | None = None    # the spec file, when read from one
+    locations: dict = field(default_factory=dict, compare=False, repr=False)
+
+    # --- typed views -------------------------------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        return self.data.get("name")
+
+    @property
+    def command(self) -> str:
+        return self.data["command"]
+
+    @property
+    def code(self) -> str | None:
+        return self.data.get("code")
+
+    @property
+    def compute(self) -> str | None:
+        return self.data.get("compute")
+
+    @property
+    def is_local_compute(self) -> bool:
+        return (self.compute or "").lower() == LOCAL_COMPUTE
+
+    @property
+    def environment(self):
+        return self.data.get("environment")
+
+    @property
+    def environment_variables(self) -> dict:
+        return {str(k): "" if v is None else _literal_str(v)
+                for k, v in (self.data.get("environment_variables") or {}).items()}
+
+    @property
+    def resources(self) -> dict:
+        return self.data.get("resources") or {}
+
+    @property
+    def instance_count(self) -> int:
+        return int(self.resources.get("instance_count") or 1)
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.resources.get("instance_type")
+
+    @property
+    def timeout(self) -> int | None:
+        return (self.data.get("limits") or {}).get("timeout")
+
+    @property
+    def distribution(self) -> Distribution | None:
+        d = self.data.get("distribution")
+        if not d:
+            return None
+        kind = str(d["type"]).lower()
+        return Distribution(
+            type=kind,
+            process_count_per_instance=d.get("process_count_per_instance"),
+            worker_count=d.get("worker_count"),
+            parameter_server_count=d.get("parameter_server_count") or 0,
+        )
+
+    @property
+    def processes_per_node(self) -> int:
+        """Processes Azure ML starts on each node."""
+        d = self.distribution
+        if d is None:
+            return 1
+        if d.type in ("pytorch", "mpi"):
+            return d.process_count_per_instance or 1
+        if d.type == "tensorflow":
+            total = (d.worker_count or self.instance_count) + d.parameter_server_count
+            return max(1, -(-total // self.instance_count))
+        return 1
+
+    @property
+    def inputs(self) -> dict[str, InputSpec]:
+        out = {}
+        for k, v in (self.data.get("inputs") or {}).items():
+            if isinstance(v, dict) and ("type" in v or "path" in v):
+                out[k] = InputSpec(k, str(v.get("type", "uri_folder")).lower(), path=v.get("path"),
+                                   mode=(str(v["mode"]).lower() if v.get("mode") else None))
+            elif isinstance(v, dict):
+                out[k] = InputSpec(k, "literal", value=v.get("value"))
+            else:
+                out[k] = InputSpec(k, "literal", value=v)
+        return out
+
+    @property
+    def outputs(self) -> dict[str, OutputSpec]:
+        out = {}
+        for k, v in (self.data.get("outputs") or {}).items():
+            v = v or {}
+            out[k] = OutputSpec(k, str(v.get("type", "uri_folder")).lower(),
+                                mode=(str(v["mode"]).lower() if v.get("mode") else None), path=v.get("path"))
+        return out
+
+    def code_path(self) -> Path | None:
+        """The local code folder or file, when `code` names one."""
+        c = self.code
+        if not c or is_remote_ref(c):
+            return None
+        c = c[len("file:"):] if c.startswith("file:") else c
+        return (self.base_dir / c).resolve()
+
+
+def is_remote_ref(path: str) -> bool:
+    """True for paths only Azure can resolve: assets, datastores, URLs, git."""
+    p = path.lower()
+    return p.startswith(("azureml:", "http://", "https://", "wasb://", "wasbs://", "abfs://", "abfss://",
+                         "adl://", "git+", "git://"))
+
+
+def _literal_str(v) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"   # as Azure's Python-side str() of the literal
+    return str(v)
+
+
+ALLOWED_INPUT_MODES = INPUT_MODES

@@ -1,0 +1,61 @@
+"""`--set path=value` overrides, as `az ml job create --set` applies them, before validation."""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from ..errors import UsageError
+
+_SEGMENT = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+def parse_path(path: str) -> tuple:
+    parts = []
+    for seg in _SEGMENT.findall(path):
+        parts.append(int(seg[1:-1]) if seg.startswith("[") else seg)
+    if not parts or "".join(str(p) for p in parts) == "":
+        raise UsageError(f"--set '{path}': empty path", hint="write --set resources.instance_count=2")
+    return tuple(parts)
+
+
+def parse_value(text: str):
+    """YAML scalars and flow collections: 4 -> int, true -> bool, {a: b} -> mapping, else the string."""
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return text if v is None and text.strip() not in ("null", "~") else v
+
+
+def apply(data: dict, sets: list[str], locations: dict) -> dict:
+    for item in sets or []:
+        if "=" not in item:
+            raise UsageError(f"--set '{item}' has no '='", hint="write --set path=value, e.g. --set resources.instance_count=2")
+        key, _, raw = item.partition("=")
+        path = parse_path(key.strip())
+        value = parse_value(raw)
+        node = data
+        for i, p in enumerate(path[:-1]):
+            nxt = node[p] if isinstance(node, list) and isinstance(p, int) and p < len(node) else (
+                node.get(p) if isinstance(node, dict) else None)
+            if not isinstance(nxt, (dict, list)):
+                if not isinstance(node, dict):
+                    raise UsageError(f"--set '{item}': {'.'.join(map(str, path[:i + 1]))} is not a mapping")
+                nxt = {}
+                node[p] = nxt
+            node = nxt
+        last = path[-1]
+        if isinstance(node, list):
+            if not isinstance(last, int) or last >= len(node):
+                raise UsageError(f"--set '{item}': index out of range")
+            node[last] = value
+        elif isinstance(node, dict):
+            node[last] = value
+        else:
+            raise UsageError(f"--set '{item}': cannot set inside a {type(node).__name__}")
+        label = f"--set {item}"
+        locations[path] = label
+        for k in [k for k in locations if k[:len(path)] == path and k != path]:
+            locations[k] = label
+    return data

@@ -1,0 +1,232 @@
+"""The Azure ML CLI v2 command-job schema (commandJob.schema.json), written once in fields.py's language.
+
+Names, types and enums follow azure-ai-ml's marshmallow schema; enum matching is case-insensitive
+where the SDK's is (StringTransformedEnum lower-cases). Keys Azure renamed are named in the error.
+"""
+from __future__ import annotations
+
+from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union
+
+SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
+
+# Azure ML run ids: a letter or digit, then letters, digits, '_' or '-', at most 255 in all.
+JOB_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}"
+JOB_NAME_HINT = "use letters, digits, '-' and '_', starting with a letter or digit (at most 255)"
+SHM_PATTERN = r"[1-9][0-9]*[bBkKmMgG]|0*[1-9][0-9]*[bBkKmMgG]"
+SHM_HINT = "write <number><unit> with unit b, k, m or g, e.g. 16g"
+
+DATA_INPUT_TYPES = ("uri_file", "uri_folder")
+MODEL_TYPES = ("custom_model", "mlflow_model", "triton_model")
+INPUT_MODES = {
+    "uri_file": ("ro_mount", "download", "direct"),
+    "uri_folder": ("ro_mount", "download", "direct"),
+    "mltable": ("ro_mount", "download", "direct", "eval_mount", "eval_download"),
+    "custom_model": ("ro_mount", "download", "direct"),
+    "mlflow_model": ("ro_mount", "download", "direct"),
+    "triton_model": ("ro_mount", "download", "direct"),
+}
+OUTPUT_TYPES = ("uri_folder", "uri_file", "mltable", "custom_model", "mlflow_model", "triton_model")
+OUTPUT_MODES = ("rw_mount", "upload", "direct", "mount")
+ALL_INPUT_MODES = ("ro_mount", "download", "direct", "eval_mount", "eval_download")
+
+_path_doc = ("Local path (uploaded), azureml:name:version / azureml:name@latest asset, "
+             "azureml://datastores/... URI, https:// or wasbs:// URL")
+
+
+def _input(types):
+    modes = sorted({m for t in types for m in INPUT_MODES[t]})
+    return Map({
+        "type": Str("Input type.", enum=types, ci=True),
+        "path": Str(_path_doc),
+        "mode": Str("How the job sees the data.", enum=modes, ci=True),
+        "path_on_compute": Str("Where the data appears on the compute (file: URI)."),
+        "datastore": Str("Datastore a local path is uploaded to."),
+        "description": Str(),
+    }, "Data or model input.", renamed={
+        "data": "the preview `data:` key is now `path:` (azureml:name:version, a datastore URI or a local path)",
+        "dataset": "the preview `dataset:` key is now `path:` with `type: uri_folder`, `uri_file` or `mltable`",
+    })
+
+
+INPUT = Tagged({
+    "uri_folder": _input(("uri_folder",)),
+    "uri_file": _input(("uri_file",)),
+    "mltable": _input(("mltable",)),
+    "custom_model": _input(("custom_model",)),
+    "mlflow_model": _input(("mlflow_model",)),
+    "triton_model": _input(("triton_model",)),
+}, "An asset input; `type` defaults to uri_folder.", default="uri_folder")
+
+LITERAL_VALUE = Map({"value": Scalar("The literal value.")}, "A literal wrapped as {value: ...}.", required=("value",))
+
+
+class InputField(Union):
+    """A literal (string, number, boolean), {value: literal}, or an asset mapping with type/path/mode."""
+
+    def __init__(self):
+        super().__init__(Scalar(), INPUT, doc="A literal or an asset input.")
+
+    def check(self, v, path, c):
+        if isinstance(v, dict) and "value" in v and "type" not in v and "path" not in v:
+            LITERAL_VALUE.check(v, path, c)
+        else:
+            super().check(v, path, c)
+
+    def json(self):
+        return {"anyOf": [Scalar().json(), LITERAL_VALUE.json(), INPUT.json()], "description": self.doc}
+
+
+OUTPUT = Map({
+    "type": Str("Output type.", enum=OUTPUT_TYPES, ci=True),
+    "mode": Str("How the job writes the output.", enum=OUTPUT_MODES, ci=True),
+    "path": Str("azureml://datastores/<store>/paths/<path> where the output is written."),
+    "name": Str("Register the output as a data/model asset of this name."),
+    "version": Union(Str(), Int(), doc="Version of the registered asset."),
+    "description": Str(),
+}, "A job output; `type` defaults to uri_folder.")
+
+
+class OutputField(Field):
+    doc = "A job output, or empty for a default uri_folder output."
+
+    def check(self, v, path, c):
+        if v is None:
+            return
+        OUTPUT.check(v, path, c)
+
+    def json(self):
+        return {"anyOf": [{"type": "null"}, OUTPUT.json()], "description": self.doc}
+
+    def describe(self):
+        return "mapping"
+
+
+DISTRIBUTION = Tagged({
+    "pytorch": Map({
+        "type": Str(enum=("pytorch",), ci=True),
+        "process_count_per_instance": Int("Processes per node; one per GPU is usual.", min=1),
+    }, "torch.distributed: one process per GPU, MASTER_ADDR/RANK/WORLD_SIZE set for each.",
+        renamed={"process_count": "Azure renamed it to 'process_count_per_instance' (processes per node)",
+                 "node_count": "the number of nodes is `resources.instance_count`"}),
+    "tensorflow": Map({
+        "type": Str(enum=("tensorflow",), ci=True),
+        "worker_count": Int("Workers in all; defaults to resources.instance_count.", min=1),
+        "parameter_server_count": Int("Parameter servers (ParameterServerStrategy); 0 by default.", min=0),
+    }, "TensorFlow: TF_CONFIG set for each worker and parameter server.",
+        renamed={"process_count": "TensorFlow jobs count `worker_count` (in all) and `parameter_server_count`",
+                 "process_count_per_instance": "TensorFlow jobs count `worker_count` (in all), "
+                                               "not processes per instance"}),
+    "mpi": Map({
+        "type": Str(enum=("mpi",), ci=True),
+        "process_count_per_instance": Int("MPI ranks per node.", min=1),
+    }, "MPI: mpirun starts the ranks.",
+        renamed={"process_count": "Azure renamed it to 'process_count_per_instance' (ranks per node)"}),
+    "ray": Map({
+        "type": Str(enum=("ray",), ci=True),
+        "port": Int(min=1, max=65535), "address": Str(), "include_dashboard": Bool(),
+        "dashboard_port": Int(min=1, max=65535), "head_node_additional_args": Str(),
+        "worker_node_additional_args": Str(),
+    }, "Ray (preview in Azure ML); validated and rendered, not run locally."),
+}, "How the command is launched on each node.")
+
+RESOURCES = Map({
+    "instance_count": Int("Number of nodes.", min=1),
+    "instance_type": Str("VM size of each node, e.g. Standard_NC24ads_A100_v4."),
+    "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT),
+    "docker_args": Union(Str(), List(Str()), doc="Extra docker run arguments."),
+    "locations": List(Str(), "Regions the job may run in (serverless)."),
+    "max_instance_count": Int("Upper bound of nodes for elastic training.", min=1),
+    "properties": Dict(AnyValue(), "Extra resource properties passed through."),
+}, "Compute resources of the job.", renamed={
+    "process_count_per_instance": "processes per node belong in `distribution.process_count_per_instance`",
+    "node_count": "the number of nodes is `instance_count`",
+})
+
+ENVIRONMENT = Map({
+    "name": Str(), "version": Union(Str(), Int()), "description": Str(),
+    "image": Str("Docker image, e.g. mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04."),
+    "conda_file": Union(Str("Path to a conda YAML."), Dict(AnyValue()), doc="Conda environment, path or inline."),
+    "build": Map({"path": Str("Docker build context (folder or URL)."), "dockerfile_path": Str()},
+                 "Docker build context.", required=("path",)),
+    "os_type": Str(enum=("linux", "windows"), ci=True),
+    "tags": Dict(Scalar()), "properties": Dict(Scalar()),
+    "inference_config": Dict(AnyValue()),
+    "datastore": Str(),
+    "$schema": Str(),
+}, "An inline (anonymous) environment.", renamed={
+    "docker": "the preview `docker:` block is gone; write `image:` or `build: {path: ...}` directly",
+    "conda": "write `conda_file:`",
+})
+
+SERVICE_BASE = {
+    "type": Str(enum=("jupyter_lab", "ssh", "tensor_board", "vs_code"), ci=True),
+    "port": Int(min=1, max=65535),
+    "nodes": Str("'all' to start the service on every node.", enum=("all",)),
+    "properties": Dict(AnyValue()),
+}
+SERVICES = Dict(Tagged({
+    "jupyter_lab": Map(dict(SERVICE_BASE), "JupyterLab on the node."),
+    "vs_code": Map(dict(SERVICE_BASE), "VS Code on the node."),
+    "tensor_board": Map(dict(SERVICE_BASE, log_dir=Str("Folder TensorBoard reads.")), "TensorBoard."),
+    "ssh": Map(dict(SERVICE_BASE, ssh_public_keys=Str("Public key(s) allowed to log in.")), "SSH to the node."),
+}, "An interactive service on the job's nodes."), "Interactive services, by name.")
+
+IDENTITY = Tagged({
+    "user_identity": Map({"type": Str(enum=("user_identity",), ci=True)}, "Run as the submitting user."),
+    "managed": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
+                    "object_id": Str(), "msi_resource_id": Str()}, "Run as a managed identity."),
+    "managed_identity": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
+                             "object_id": Str(), "msi_resource_id": Str()}, "Run as a managed identity."),
+    "aml_token": Map({"type": Str(enum=("aml_token",), ci=True)}, "Run with the workspace's AML token."),
+}, "Identity the job accesses data with.")
+
+NAME_FIELD = Str("Job name, unique in the workspace; generated when absent.", pattern=JOB_NAME_PATTERN,
+                 pattern_hint=JOB_NAME_HINT)
+
+COMMAND_JOB = Map({
+    "$schema": Str("JSON Schema URL, for editors."),
+    "type": Str("Job type; only command jobs are dtrain's.", enum=("command",), ci=True),
+    "name": NAME_FIELD,
+    "display_name": Str("Name shown in Studio."),
+    "experiment_name": Str("Experiment the job is grouped under.", pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,255}",
+                           pattern_hint="use letters, digits, '-', '_' and '.', starting with a letter or digit"),
+    "description": Str(),
+    "tags": Dict(Scalar(allow_null=True), "Free-form tags (strings)."),
+    "properties": Dict(Scalar(allow_null=True), "Free-form properties (strings)."),
+    "command": Str("Command run on each process; ${{inputs.x}} and ${{outputs.y}} are substituted."),
+    "code": Str("Local folder or file uploaded as the code snapshot, or an azureml: code asset."),
+    "environment": Union(Str("azureml:name:version, azureml:name@latest or a registry id."), ENVIRONMENT,
+                         doc="Where the command runs."),
+    "environment_variables": Dict(Scalar(allow_null=True), "Environment variables of every process."),
+    "distribution": DISTRIBUTION,
+    "compute": Str("Cluster name, azureml:name, an ARM id, or 'local'."),
+    "resources": RESOURCES,
+    "limits": Map({"timeout": Int("Maximum run time in seconds; the job is canceled after it.", min=1)},
+                  "Job limits."),
+    "queue_settings": Map({
+        "job_tier": Str("Serverless tier.", enum=("null", "spot", "basic", "standard", "premium"), ci=True),
+        "priority": Str("Priority in the queue.", enum=("low", "medium", "high"), ci=True),
+    }, "Queueing of serverless jobs."),
+    "services": SERVICES,
+    "identity": IDENTITY,
+    "inputs": Dict(InputField(), "Inputs by name: literals or assets.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+                   key_hint="input names are identifiers: letters, digits and '_'"),
+    "outputs": Dict(OutputField(), "Outputs by name.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+                    key_hint="output names are identifiers: letters, digits and '_'"),
+    "parent_job_name": Str("Parent job (pipelines)."),
+}, "An Azure ML command job.", required=("command", "environment"), renamed={
+    "process_count": "processes per node are `distribution.process_count_per_instance`",
+    "instance_count": "the number of nodes is `resources.instance_count`",
+    "instance_type": "the VM size is `resources.instance_type`",
+    "timeout": "write `limits: {timeout: SECONDS}`",
+    "environment_vars": "write `environment_variables:`",
+    "env": "write `environment_variables:` for variables or `environment:` for the image",
+})
+
+
+def json_schema() -> dict:
+    s = COMMAND_JOB.json()
+    s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    s["$id"] = SCHEMA_URL
+    s["title"] = "Azure ML command job (as read by dtrain)"
+    return s

@@ -1,0 +1,151 @@
+"""Load a YAML job spec into plain Python values plus a map of where every value came from.
+
+Guards against what a hostile or broken file can do to a loader: binary content, huge files, deep
+nesting and alias bombs ("billion laughs") are refused with a diagnostic, never a traceback or a hang.
+Duplicate keys are reported (PyYAML silently keeps the last one; Azure would too).
+"""
+from __future__ import annotations
+
+import yaml
+
+from .diagnostics import Collector
+
+MAX_BYTES = 2 * 1024 * 1024     # a job spec is a few KiB; megabytes means the wrong file
+MAX_DEPTH = 40                   # Azure's deepest structures nest ~6 levels
+MAX_NODES = 200_000              # values built, aliases expanded; bounds alias bombs
+
+try:  # the C loader is 5-10x faster where libyaml is present
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Budget(Exception):
+    pass
+
+
+class Loaded:
+    def __init__(self, data, locations):
+        self.data = data
+        self.locations = locations  # path tuple -> (line, column), 1-based
+
+
+def load_text(text_or_bytes, diags: Collector):
+    """Parse spec text. Returns Loaded or None (with diagnostics added) when it cannot be used."""
+    raw = text_or_bytes
+    if isinstance(raw, bytes):
+        if len(raw) > MAX_BYTES:
+            diags.error((), f"file is {len(raw) // 1024} KiB; a job spec is a small YAML file",
+                        hint="check that the path names a job YAML", code="too-large")
+            return None
+        if b"\x00" in raw[:8192]:
+            diags.error((), "file is binary, not YAML", hint="check that the path names a job YAML", code="binary")
+            return None
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            diags.error((), f"file is not UTF-8 text (byte {exc.start})",
+                        hint="save the spec as UTF-8", code="binary")
+            return None
+    if not raw.strip() or all(l.strip().startswith("#") or not l.strip() for l in raw.splitlines()):
+        diags.error((), "file is empty", hint="start from `dtrain init DIR --template pytorch-ddp`", code="empty")
+        return None
+    try:
+        loader = _Loader(raw)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = {(): (mark.line + 1, mark.column + 1)} if mark else {}
+        diags.locations.update(loc)
+        diags.error((), f"invalid YAML: {exc.problem or exc}" + (f" ({exc.context})" if exc.context else ""),
+                    hint="fix the YAML syntax at this line (indentation, a missing ':' or quote)", code="yaml-syntax")
+        return None
+    except yaml.YAMLError as exc:
+        diags.error((), f"invalid YAML: {exc}", code="yaml-syntax")
+        return None
+    if node is None:
+        diags.error((), "file is empty", hint="start from `dtrain init DIR --template pytorch-ddp`", code="empty")
+        return None
+    builder = _Builder(diags)
+    try:
+        data = builder.build(node, (), 0)
+    except _Budget as exc:
+        diags.locations.setdefault((), (node.start_mark.line + 1, node.start_mark.column + 1))
+        diags.error((), str(exc), hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
+        return None
+    if not isinstance(data, dict):
+        diags.locations[()] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        diags.error((), f"a job spec must be a mapping of keys to values, not {type_name(data)}",
+                    hint="start with `$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json`",
+                    code="not-mapping")
+        return None
+    return Loaded(data, builder.locations)
+
+
+def type_name(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    return type(v).__name__
+
+
+class _Builder:
+    def __init__(self, diags: Collector):
+        self.diags = diags
+        self.locations: dict = {}
+        self.nodes = 0
+        self._scalar = yaml.SafeLoader("")  # used only to resolve scalar tags exactly as safe_load does
+
+    def build(self, node, path, depth):
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Budget(f"the YAML expands to more than {MAX_NODES} values (an alias bomb?)")
+        if depth > MAX_DEPTH:
+            raise _Budget(f"the YAML nests deeper than {MAX_DEPTH} levels")
+        self.locations.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        return self._scalar.construct_object(node, deep=True)
+
+    def _mapping(self, node, path, depth):
+        out: dict = {}
+        seen: dict = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged = self.build(value_node, path, depth + 1)
+                for m in merged if isinstance(merged, list) else [merged]:
+                    if isinstance(m, dict):
+                        for k, v in m.items():
+                            out.setdefault(k, v)
+                continue
+            key = self.build(key_node, path + ("<key>",), depth + 1)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                key = str(key)
+            kpath = path + (key,)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self.locations[kpath + ("<dup>",)] = (line, key_node.start_mark.column + 1)
+                self.diags.error(kpath + ("<dup>",), f"duplicate key '{key}' (first at line {seen[key]})",
+                                 hint="YAML keeps only the last one; delete one of them", code="duplicate-key")
+            seen[key] = line
+            self.locations[kpath] = (line, key_node.start_mark.column + 1)
+            out[key] = self.build(value_node, kpath, depth + 1)
+        return out
