@@ -53,6 +53,7 @@ class Collector:
     file: str | None = None
     locations: dict = field(default_factory=dict)
     items: list = field(default_factory=list)
+    coercions: list = field(default_factory=list)   # (path, value) the validator normalised, e.g. "2" -> 2
 
     def _where(self, path: tuple):
         # Fall back to the nearest ancestor that has a location (e.g. a missing key -> its parent mapping).

@@ -37,13 +37,25 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _whole_number(v):
+    """2.0 or "2" -> 2 (what a non-strict integer field accepts); None for anything else."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("+-").isdigit():
+        return int(v.strip())
+    return None
+
+
 class Str(Field):
-    def __init__(self, doc="", *, enum=None, ci=False, pattern=None, pattern_hint=None, max_len=None):
-        self.doc, self.enum, self.ci, self.max_len = doc, enum, ci, max_len
+    def __init__(self, doc="", *, enum=None, ci=False, pattern=None, pattern_hint=None, max_len=None,
+                 allow_null=False):
+        self.doc, self.enum, self.ci, self.max_len, self.allow_null = doc, enum, ci, max_len, allow_null
         self.pattern = re.compile(pattern) if pattern else None
         self.pattern_hint = pattern_hint
 
     def check(self, v, path, c):
+        if v is None and self.allow_null:
+            return
         if not isinstance(v, str):
             what = "one of " + ", ".join(self.enum) if self.enum else "a string"
             c.error(path, f"expected {what}, got {type_name(v)} ({v!r})",
@@ -79,6 +91,13 @@ class Int(Field):
         self.doc, self.min, self.max = doc, min, max
 
     def check(self, v, path, c):
+        whole = _whole_number(v)
+        if whole is not None:
+            # Azure's SDK reads "2" and 2.0 as 2; accept them as it does, but say so.
+            c.warning(path, f"{v!r} read as the integer {whole}", hint=f"write {whole} without quotes or decimals",
+                      code="coerced")
+            c.coercions.append((path, whole))
+            v = whole
         if not _is_int(v):
             hint = "write a whole number without quotes" if isinstance(v, (str, float)) else None
             if isinstance(v, bool):

@@ -141,6 +141,13 @@ class JobSpec:
                                 mode=(str(v["mode"]).lower() if v.get("mode") else None), path=v.get("path"))
         return out
 
+    def environment_file(self) -> Path | None:
+        """The environment YAML named by `environment: file:PATH`, resolved against the spec's folder."""
+        env = self.environment
+        if isinstance(env, str) and env.startswith("file:"):
+            return (self.base_dir / env[len("file:"):]).resolve()
+        return None
+
     def code_path(self) -> Path | None:
         """The local code folder or file, when `code` names one."""
         c = self.code

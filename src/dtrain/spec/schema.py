@@ -15,6 +15,11 @@ JOB_NAME_HINT = "use letters, digits, '-' and '_', starting with a letter or dig
 SHM_PATTERN = r"[1-9][0-9]*[bBkKmMgG]|0*[1-9][0-9]*[bBkKmMgG]"
 SHM_HINT = "write <number><unit> with unit b, k, m or g, e.g. 16g"
 
+ENV_REF_PATTERN = r"(azureml:|file:).+"
+ENV_REF_HINT = ("name a registered environment as azureml:NAME:VERSION or azureml:NAME@latest, a registry one as "
+                "azureml://registries/REG/environments/NAME/versions/V, an environment YAML as file:PATH, "
+                "or write an inline mapping with image:")
+
 DATA_INPUT_TYPES = ("uri_file", "uri_folder")
 MODEL_TYPES = ("custom_model", "mlflow_model", "triton_model")
 INPUT_MODES = {
@@ -82,7 +87,6 @@ OUTPUT = Map({
     "path": Str("azureml://datastores/<store>/paths/<path> where the output is written."),
     "name": Str("Register the output as a data/model asset of this name."),
     "version": Union(Str(), Int(), doc="Version of the registered asset."),
-    "description": Str(),
 }, "A job output; `type` defaults to uri_folder.")
 
 
@@ -169,14 +173,17 @@ SERVICES = Dict(Tagged({
     "vs_code": Map(dict(SERVICE_BASE), "VS Code on the node."),
     "tensor_board": Map(dict(SERVICE_BASE, log_dir=Str("Folder TensorBoard reads.")), "TensorBoard."),
     "ssh": Map(dict(SERVICE_BASE, ssh_public_keys=Str("Public key(s) allowed to log in.")), "SSH to the node."),
-}, "An interactive service on the job's nodes."), "Interactive services, by name.")
+}, "An interactive service on the job's nodes.",
+    # Azure accepts other service types (e.g. custom) with the base fields only.
+    fallback=Map(dict(SERVICE_BASE, type=Str("Service type.")), "A service of another type.")),
+    "Interactive services, by name.")
 
 IDENTITY = Tagged({
     "user_identity": Map({"type": Str(enum=("user_identity",), ci=True)}, "Run as the submitting user."),
     "managed": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                    "object_id": Str(), "msi_resource_id": Str()}, "Run as a managed identity."),
+                    "object_id": Str()}, "Run as a managed identity."),
     "managed_identity": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                             "object_id": Str(), "msi_resource_id": Str()}, "Run as a managed identity."),
+                             "object_id": Str()}, "Run as a managed identity."),
     "aml_token": Map({"type": Str(enum=("aml_token",), ci=True)}, "Run with the workspace's AML token."),
 }, "Identity the job accesses data with.")
 
@@ -191,11 +198,13 @@ COMMAND_JOB = Map({
     "experiment_name": Str("Experiment the job is grouped under.", pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,255}",
                            pattern_hint="use letters, digits, '-', '_' and '.', starting with a letter or digit"),
     "description": Str(),
-    "tags": Dict(Scalar(allow_null=True), "Free-form tags (strings)."),
-    "properties": Dict(Scalar(allow_null=True), "Free-form properties (strings)."),
+    "tags": Dict(Str(allow_null=True), "Free-form tags (strings: quote numbers and booleans)."),
+    "properties": Dict(Str(allow_null=True), "Free-form properties (strings: quote numbers and booleans)."),
     "command": Str("Command run on each process; ${{inputs.x}} and ${{outputs.y}} are substituted."),
     "code": Str("Local folder or file uploaded as the code snapshot, or an azureml: code asset."),
-    "environment": Union(Str("azureml:name:version, azureml:name@latest or a registry id."), ENVIRONMENT,
+    "environment": Union(Str("azureml:name:version, azureml:name@latest, azureml://registries/... or "
+                             "file:path/to/environment.yml.", pattern=ENV_REF_PATTERN, pattern_hint=ENV_REF_HINT),
+                         ENVIRONMENT,
                          doc="Where the command runs."),
     "environment_variables": Dict(Scalar(allow_null=True), "Environment variables of every process."),
     "distribution": DISTRIBUTION,

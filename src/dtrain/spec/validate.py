@@ -17,7 +17,7 @@ from . import overrides as _overrides
 from .diagnostics import Collector
 from .fields import did_you_mean
 from .model import JobSpec, is_remote_ref
-from .schema import COMMAND_JOB
+from .schema import COMMAND_JOB, ENVIRONMENT
 from .yamlload import load_text
 
 # Other Azure ML YAML kinds, recognised by `type:` or by `$schema`, to say plainly what they are.
@@ -66,12 +66,21 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
         raise SpecError(c.sorted())
     _check_preview_shapes(data, c)
     COMMAND_JOB.check(data, (), c)
+    _apply_coercions(data, c.coercions)
     if not c.errors:
         _check_semantics(data, c, base_dir)
     if c.errors:
         raise SpecError(c.sorted())
     spec = JobSpec(data=data, base_dir=base_dir, source=source, locations=dict(c.locations))
     return spec, c.sorted()
+
+
+def _apply_coercions(data: dict, coercions) -> None:
+    for path, value in coercions:
+        node = data
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = value
 
 
 def _check_kind(data: dict, c: Collector) -> bool:
@@ -149,6 +158,8 @@ def _check_paths(data: dict, c: Collector, base_dir: Path) -> None:
                     hint="`code` is resolved against the spec's folder; fix the path or create it",
                     code="missing-path")
     env = data.get("environment")
+    if isinstance(env, str) and env.startswith("file:"):
+        env, base_dir = _environment_file(env, c, base_dir)
     if isinstance(env, dict):
         cf = env.get("conda_file")
         if isinstance(cf, str) and not is_remote_ref(cf) and not (base_dir / cf).is_file():
@@ -175,6 +186,23 @@ def _check_paths(data: dict, c: Collector, base_dir: Path) -> None:
                 elif str(v.get("type", "uri_folder")).lower() == "uri_file" and (base_dir / local).is_dir():
                     c.error(("inputs", name, "path"), f"input '{name}' is type uri_file but '{p}' is a folder",
                             hint="use `type: uri_folder`", code="type")
+
+
+def _environment_file(ref: str, c: Collector, base_dir: Path):
+    """Check an `environment: file:PATH` YAML; returns (its mapping or None, its folder)."""
+    path = (base_dir / ref[len("file:"):]).resolve()
+    if not path.is_file():
+        c.error(("environment",), f"environment file '{ref[5:]}' does not exist", code="missing-path",
+                hint="the path is relative to the spec's folder")
+        return None, base_dir
+    sub = Collector(file=str(path))
+    loaded = load_text(path.read_bytes(), sub)
+    if loaded is not None:
+        sub.locations.update(loaded.locations)
+        ENVIRONMENT.check(loaded.data, (), sub)
+    for d in sub.items:  # report the environment file's own problems at its own lines
+        c.items.append(d)
+    return (loaded.data if loaded is not None and not sub.errors else None), path.parent
 
 
 def _check_launchers(data: dict, c: Collector) -> None:

@@ -1,0 +1,16 @@
+"""Backends: where a job runs. Imported lazily by name so that the Azure SDK loads only when used."""
+from __future__ import annotations
+
+from .base import Backend
+
+
+def get_backend(name: str) -> Backend:
+    if name == "local":
+        from .local import LocalBackend
+
+        return LocalBackend()
+    if name == "azureml":
+        from .azure import AzureBackend
+
+        return AzureBackend()
+    raise ValueError(f"unknown backend {name!r}")

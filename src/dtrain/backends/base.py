@@ -1,0 +1,105 @@
+"""The one small protocol every backend implements: plan, submit, status, logs, cancel (and list).
+
+A plan is a value: building one has no side effects, so `dtrain render` can print it and tests can
+assert on it. Only submit() acts.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Iterator, Protocol, runtime_checkable
+
+from ..exitcodes import TERMINAL_STATUSES
+from ..spec.model import JobSpec
+
+# Azure ML job statuses (REST JobStatus), used by every backend so exit codes mean the same everywhere.
+ACTIVE_STATUSES = ("NotStarted", "Queued", "Preparing", "Provisioning", "Starting", "Running",
+                   "Finalizing", "CancelRequested")
+
+
+def is_terminal(status: str) -> bool:
+    return status in TERMINAL_STATUSES
+
+
+@dataclass
+class SubmitOptions:
+    name: str | None = None                 # --name: the job name (idempotency key on Azure)
+    experiment_name: str | None = None
+    input_paths: dict = field(default_factory=dict)   # --input NAME=PATH: local stand-ins for remote inputs
+    tags: dict = field(default_factory=dict)
+
+
+@dataclass
+class FailureInfo:
+    """Why a job failed, in the few lines a user needs before the exit code."""
+
+    message: str
+    rank: int | None = None
+    node: int | None = None
+    exit_code: int | None = None
+    last_lines: list = field(default_factory=list)
+    traceback: list = field(default_factory=list)
+
+
+@dataclass
+class JobInfo:
+    """A snapshot of one job, the same shape for local and Azure jobs."""
+
+    name: str
+    backend: str                          # "local" | "azureml"
+    status: str
+    display_name: str | None = None
+    experiment_name: str | None = None
+    created: str | None = None            # ISO 8601, UTC
+    started: str | None = None
+    ended: str | None = None
+    nodes: int = 1
+    processes_per_node: int = 1
+    url: str | None = None                # Studio URL, or the local job folder
+    tags: dict = field(default_factory=dict)
+    failure: FailureInfo | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return is_terminal(self.status)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    text: str                 # without the trailing newline
+    rank: int | None = None   # global rank (process index) the line came from
+    node: int | None = None
+    source: str = ""          # file name in Azure's layout, e.g. user_logs/std_log_process_01.txt
+
+
+@runtime_checkable
+class Plan(Protocol):
+    backend: str
+
+    def to_dict(self) -> dict: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def plan(self, spec: JobSpec, options: SubmitOptions) -> Plan:
+        """What submit would do, as a value. No side effects."""
+
+    def submit(self, plan: Plan) -> JobInfo:
+        """Start the job; returns at once with its first status."""
+
+    def status(self, name: str) -> JobInfo: ...
+
+    def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
+        """Every rank's lines (or one rank's), in order per rank; with follow, until the job ends and
+        what is left has been drained."""
+
+    def cancel(self, name: str) -> JobInfo: ...
+
+    def list(self, *, experiment: str | None = None, tags: dict | None = None,
+             limit: int | None = None) -> list[JobInfo]: ...
+
+    def knows(self, name: str) -> bool:
+        """Whether this backend holds a job of this name (routes status/logs/cancel by name)."""

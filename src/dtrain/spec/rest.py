@@ -1,0 +1,294 @@
+"""The Azure ML REST job body (`properties` of PUT .../jobs/{name}) for a spec, before workspace
+resolution: what azure-ai-ml's load_job(...)._to_rest_object() builds, computed without the SDK.
+
+Local code and input paths stay as written (the SDK uploads them at submit and swaps in asset ids);
+an inline environment becomes the anonymous environment the SDK registers,
+azureml:CliV2AnonymousEnvironment:<content hash>, hashed exactly as the SDK hashes it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from .model import JobSpec
+
+ANONYMOUS_ENV_NAME = "CliV2AnonymousEnvironment"
+
+_DIST_TYPE = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mpi": "Mpi", "ray": "Ray"}
+_INPUT_MODE = {"mount": "ReadOnlyMount", "ro_mount": "ReadOnlyMount", "rw_mount": "ReadWriteMount",
+               "download": "Download", "direct": "Direct", "eval_mount": "EvalMount",
+               "eval_download": "EvalDownload"}
+_OUTPUT_MODE = {"mount": "ReadWriteMount", "rw_mount": "ReadWriteMount", "upload": "Upload", "direct": "Direct"}
+_SERVICE_TYPE = {"jupyter_lab": "JupyterLab", "vs_code": "VSCode", "tensor_board": "TensorBoard", "ssh": "SSH"}
+_IDENTITY = {"user_identity": "UserIdentity", "managed": "Managed", "managed_identity": "Managed",
+             "aml_token": "AMLToken"}
+_JOB_TIER = {"null": "Null", "spot": "Spot", "basic": "Basic", "standard": "Standard", "premium": "Premium"}
+_PRIORITY = {"low": 1, "medium": 2, "high": 3}
+
+
+def job_body(spec: JobSpec) -> dict:
+    d = spec.data
+    body: dict = {}
+    if d.get("code") is not None:
+        body["codeId"] = _strip_azureml(d["code"])
+    body["command"] = map_single_brackets(d["command"])
+    if d.get("compute") is not None and str(d["compute"]).lower() != "local":
+        body["computeId"] = _strip_azureml(d["compute"])
+    for key, rest in (("description", "description"), ("display_name", "displayName")):
+        if d.get(key) is not None:
+            body[rest] = d[key]
+    if d.get("distribution"):
+        body["distribution"] = _distribution(d["distribution"])
+    body["environmentId"] = environment_id(spec)
+    body["environmentVariables"] = dict(d.get("environment_variables") or {})
+    if d.get("experiment_name") is not None:
+        body["experimentName"] = d["experiment_name"]
+    if d.get("identity"):
+        body["identity"] = _identity(d["identity"])
+    body["inputs"] = {k: _input(v) for k, v in (d.get("inputs") or {}).items()}
+    body["isArchived"] = False
+    body["jobType"] = "Command"
+    if (d.get("limits") or {}).get("timeout"):
+        body["limits"] = {"jobLimitsType": "Command", "timeout": iso_duration(d["limits"]["timeout"])}
+    body["outputs"] = {k: _output(v) for k, v in (d.get("outputs") or {}).items()}
+    body["properties"] = dict(d.get("properties") or {})
+    if d.get("queue_settings"):
+        body["queueSettings"] = _queue(d["queue_settings"])
+    res = _resources(d.get("resources"), local=str(d.get("compute", "")).lower() == "local")
+    if res is not None:
+        body["resources"] = res
+    if d.get("services"):
+        body["services"] = {k: _service(v) for k, v in d["services"].items()}
+    body["tags"] = dict(d.get("tags") or {})
+    if d.get("parent_job_name") is not None:
+        body["parentJobName"] = d["parent_job_name"]
+    return body
+
+
+def _strip_azureml(ref: str) -> str:
+    # "azureml:name:version" -> "name:version"; "azureml://..." URIs and ARM ids stay as written.
+    if isinstance(ref, str) and ref.startswith("azureml:") and not ref.startswith("azureml://"):
+        return ref[len("azureml:"):]
+    return ref
+
+
+def map_single_brackets(command: str) -> str:
+    """The SDK rewrites the deprecated {inputs.x} form to ${{inputs.x}} before sending."""
+    for prefix in ("inputs", "outputs", "search_space"):
+        command = re.sub(r"(?<!\{)\{" + prefix + r"\.([^}]*)\}(?!\})", "${{" + prefix + r".\g<1>}}", command)
+    return command
+
+
+def iso_duration(seconds: int) -> str:
+    """ISO 8601 duration as isodate formats a timedelta: PT1H, P1DT2H3M4S."""
+    days, rem = divmod(int(seconds), 86400)
+    h, rem = divmod(rem, 3600)
+    m, s = divmod(rem, 60)
+    out = "P" + (f"{days}D" if days else "")
+    t = (f"{h}H" if h else "") + (f"{m}M" if m else "") + (f"{s}S" if s else "")
+    if t:
+        out += "T" + t
+    return out if out != "P" else "P0D"
+
+
+def _distribution(d: dict) -> dict:
+    kind = str(d["type"]).lower()
+    out = {"distributionType": _DIST_TYPE[kind]}
+    if kind in ("pytorch", "mpi"):
+        if d.get("process_count_per_instance") is not None:
+            out["processCountPerInstance"] = d["process_count_per_instance"]
+    elif kind == "tensorflow":
+        out["parameterServerCount"] = d.get("parameter_server_count") or 0
+        if d.get("worker_count") is not None:
+            out["workerCount"] = d["worker_count"]
+    elif kind == "ray":
+        for k, rk in (("port", "port"), ("address", "address"), ("include_dashboard", "includeDashboard"),
+                      ("dashboard_port", "dashboardPort"), ("head_node_additional_args", "headNodeAdditionalArgs"),
+                      ("worker_node_additional_args", "workerNodeAdditionalArgs")):
+            if d.get(k) is not None:
+                out[rk] = d[k]
+    return out
+
+
+def _literal(v) -> str | None:
+    return None if v is None else str(v)
+
+
+def _input(v) -> dict:
+    if isinstance(v, dict) and ("type" in v or "path" in v):
+        t = str(v.get("type", "uri_folder")).lower()
+        path = v.get("path")
+        if isinstance(path, str) and path.startswith("${{"):
+            return {"jobInputType": "literal", "value": path}
+        out = {"jobInputType": t}
+        if v.get("mode"):
+            out["mode"] = _INPUT_MODE[str(v["mode"]).lower()]
+        if path is not None:
+            out["uri"] = _strip_azureml(path)
+        return out
+    if isinstance(v, dict):
+        v = v.get("value")
+    return {"jobInputType": "literal", "value": _literal(v)}
+
+
+def _output(v) -> dict:
+    if v is None:
+        return {"jobOutputType": "uri_folder"}
+    out = {"jobOutputType": str(v.get("type", "uri_folder")).lower()}
+    if v.get("name") is not None:
+        out["assetName"] = v["name"]
+    if v.get("mode"):
+        out["mode"] = _OUTPUT_MODE[str(v["mode"]).lower()]
+    if v.get("path") is not None:
+        out["uri"] = v["path"]
+    if v.get("version") is not None:
+        out["assetVersion"] = str(v["version"])
+    return out
+
+
+def _identity(v: dict) -> dict:
+    kind = str(v["type"]).lower()
+    out = {"identityType": _IDENTITY[kind]}
+    for k, rk in (("client_id", "clientId"), ("object_id", "objectId")):
+        if v.get(k) is not None:
+            out[rk] = v[k]
+    return out
+
+
+def _queue(v: dict) -> dict:
+    out = {}
+    if v.get("job_tier") is not None:
+        out["jobTier"] = _JOB_TIER[str(v["job_tier"]).lower()]
+    if v.get("priority") is not None:
+        out["priority"] = _PRIORITY[str(v["priority"]).lower()]
+    return out
+
+
+def _resources(r: dict | None, *, local: bool) -> dict | None:
+    if r is None and not local:
+        return None
+    r = r or {}
+    out: dict = {}
+    docker_args = r.get("docker_args")
+    if isinstance(docker_args, list):
+        out["dockerArgsList"] = docker_args
+    elif docker_args is not None:
+        out["dockerArgs"] = docker_args
+    if r.get("instance_count") is not None:
+        out["instanceCount"] = r["instance_count"]
+    if r.get("instance_type") is not None:
+        out["instanceType"] = r["instance_type"]
+    props = dict(r.get("properties") or {})
+    if local:
+        props["IsLocal"] = {"IsLocal": True}   # the SDK's marker for compute: local
+    out["properties"] = props
+    if r.get("shm_size") is not None:
+        out["shmSize"] = r["shm_size"]
+    if r.get("locations") is not None and not isinstance(docker_args, list):
+        out["locations"] = r["locations"]
+    if r.get("max_instance_count") is not None and not isinstance(docker_args, list):
+        out["maxInstanceCount"] = r["max_instance_count"]
+    return out
+
+
+def _service(v: dict) -> dict:
+    kind = str(v.get("type", "")).lower()
+    out: dict = {}
+    if kind in _SERVICE_TYPE:  # the SDK sends other (custom) types without a jobServiceType
+        out["jobServiceType"] = _SERVICE_TYPE[kind]
+    if v.get("nodes") is not None:
+        out["nodes"] = {"nodesValueType": "All"}
+    if v.get("port") is not None:
+        out["port"] = v["port"]
+    props = dict(v.get("properties") or {})
+    if kind == "tensor_board" and v.get("log_dir") is not None:
+        props["logDir"] = v["log_dir"]
+    if kind == "ssh" and v.get("ssh_public_keys") is not None:
+        props["sshPublicKeys"] = v["ssh_public_keys"]
+    if props:
+        out["properties"] = props
+    return out
+
+
+# --- environments ----------------------------------------------------------------------------------
+
+def environment_id(spec: JobSpec) -> str:
+    env, base_dir = spec.environment, spec.base_dir
+    env_file = spec.environment_file()
+    if env_file is not None:
+        # An environment YAML referenced from a job is registered anonymously, like an inline one.
+        with open(env_file, encoding="utf-8") as f:
+            env, base_dir = yaml.safe_load(f), env_file.parent
+    if isinstance(env, str):
+        return _strip_azureml(env)
+    return f"azureml:{ANONYMOUS_ENV_NAME}:{anonymous_environment_version(env, base_dir)}"
+
+
+def _sha(text: str | None) -> str:
+    return hashlib.sha256(text.encode("utf8")).hexdigest() if text is not None else ""
+
+
+def anonymous_environment_version(env: dict, base_dir: Path) -> str:
+    """The version the SDK gives an inline environment (Environment._generate_anonymous_name_version).
+    The str.join calls mirror the SDK's, which interleave rather than concatenate; kept as is so the
+    hash matches."""
+    hash_str = ""
+    build = env.get("build")
+    if build:
+        path = Path(build["path"])
+        if not path.is_absolute():
+            path = (base_dir / path).resolve()
+        upload_hash = object_hash(path)
+        dockerfile = build.get("dockerfile_path")
+        if not dockerfile:
+            hash_str = hash_str.join(_sha(upload_hash))
+        else:
+            hash_str = hash_str.join(_sha(upload_hash)).join(_sha(dockerfile))
+    elif env.get("image"):
+        hash_str = hash_str.join(_sha(env["image"]))
+        if env.get("inference_config"):
+            hash_str = hash_str.join(_sha(yaml.dump(env["inference_config"], sort_keys=True)))
+        conda = _conda_text(env.get("conda_file"), base_dir)
+        if conda:
+            hash_str = hash_str.join(_sha(conda))
+    return _sha(hash_str)
+
+
+def _conda_text(conda_file, base_dir: Path) -> str | None:
+    if conda_file is None:
+        return None
+    if isinstance(conda_file, str):
+        with open(base_dir / conda_file, encoding="utf-8") as f:
+            conda_file = yaml.safe_load(f)
+    return yaml.dump(conda_file, sort_keys=True, Dumper=yaml.Dumper)
+
+
+def object_hash(path: Path) -> str:
+    """The SDK's get_object_hash: sha256 over names and contents, walking folders sorted case-insensitively."""
+    h = hashlib.sha256(b"Initialize for october 2021 AML CLI version")
+    if path.is_dir():
+        _dir_hash(path, h)
+    else:
+        _file_hash(Path(os.path.realpath(path)), h)
+    return h.hexdigest()
+
+
+def _file_hash(path: Path, h) -> None:
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+
+
+def _dir_hash(directory: Path, h) -> None:
+    for p in sorted(directory.iterdir(), key=lambda x: str(x).lower()):
+        h.update(p.name.encode())
+        if p.is_symlink():
+            p = Path(os.path.realpath(p))
+        if p.is_file():
+            _file_hash(p, h)
+        elif p.is_dir():
+            _dir_hash(p, h)

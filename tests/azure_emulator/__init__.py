@@ -1,0 +1,41 @@
+"""Azure ML REST API emulator for tests: the real azure-ai-ml SDK talks to it over http on 127.0.0.1.
+
+    from tests.azure_emulator import AzureMLEmulator, make_ml_client
+"""
+
+from .client import StaticTokenCredential, cloud_kwargs, make_ml_client
+from .faults import Fault, TokenExpiry
+from .server import (
+    BLOB_CONTAINER,
+    DEFAULT_SCRIPT,
+    RESOURCE_GROUP,
+    STORAGE_ACCOUNT,
+    SUBSCRIPTION_ID,
+    TERMINAL_STATUSES,
+    WORKSPACE,
+    AzureMLEmulator,
+    RecordedRequest,
+    StatusScript,
+)
+from .spec import SpecValidator, load_example, validate_job_body
+
+__all__ = [
+    "AzureMLEmulator",
+    "BLOB_CONTAINER",
+    "DEFAULT_SCRIPT",
+    "Fault",
+    "RESOURCE_GROUP",
+    "RecordedRequest",
+    "STORAGE_ACCOUNT",
+    "SUBSCRIPTION_ID",
+    "SpecValidator",
+    "StaticTokenCredential",
+    "StatusScript",
+    "TERMINAL_STATUSES",
+    "TokenExpiry",
+    "WORKSPACE",
+    "cloud_kwargs",
+    "load_example",
+    "make_ml_client",
+    "validate_job_body",
+]

@@ -1,0 +1,1246 @@
+"""An in-process emulator of the Azure ML REST API (resource manager, run history, blob storage).
+
+It answers what ``azure.ai.ml.MLClient`` asks for when submitting, following, listing, cancelling
+and streaming command jobs, on plain http bound to 127.0.0.1.  See docs/azure-emulator.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import re
+import socket
+import struct
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape as xml_escape
+
+from .faults import RESET, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
+from .spec import SpecValidator, default_validator, validate_job_body
+
+SUBSCRIPTION_ID = "00000000-1111-2222-3333-444444444444"
+RESOURCE_GROUP = "dtrain-rg"
+WORKSPACE = "dtrain-ws"
+LOCATION = "eastus"
+STORAGE_ACCOUNT = "dtrainemustorage"
+DEFAULT_DATASTORE = "workspaceblobstore"
+ARTIFACT_CONTAINER = "azureml"
+BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
+SAS_QUERY = "sv=2021-08-06&sr=c&sp=racwl&se=2099-01-01T00%3A00%3A00Z&sig=ZW11bGF0b3I%3D"
+
+TERMINAL_STATUSES = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
+DEFAULT_SCRIPT = ("NotStarted", "Queued", "Preparing", "Starting", "Running", "Finalizing", "Completed")
+CAE_CLAIMS = base64.b64encode(
+    b'{"access_token":{"nbf":{"essential":true,"value":"1700000000"}}}'
+).decode("ascii")
+
+_PROVIDER = "Microsoft.MachineLearningServices"
+_ARM_WS_RE = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
+    r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)(?P<rest>/.*)?$",
+    re.IGNORECASE,
+)
+_HISTORY_RE = re.compile(
+    r"^/history/v1\.0/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
+    r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)(?:/experiments/(?P<exp>[^/]+))?"
+    r"/runs/(?P<run>[^/]+)(?P<rest>/.*)?$",
+    re.IGNORECASE,
+)
+
+
+def _now_iso(ts: Optional[float] = None) -> str:
+    dt = datetime.fromtimestamp(ts if ts is not None else time.time(), tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _http_date(ts: float) -> str:
+    return formatdate(ts, usegmt=True)
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, code: str, message: str, headers: Optional[Dict[str, str]] = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
+
+
+# ---------------------------------------------------------------------------------------------
+# recorded state
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RecordedRequest:
+    """One request the emulator received.  ``headers`` has Authorization redacted; ``bearer``
+    says whether a ``Bearer`` token was present."""
+
+    method: str
+    path: str
+    query: Dict[str, str]
+    headers: Dict[str, str]
+    bearer: bool
+    body: Any
+    raw_body: bytes
+    time: float
+    status: Optional[int] = None
+    fault: Optional[str] = None
+
+    @property
+    def api_version(self) -> Optional[str]:
+        return self.query.get("api-version")
+
+    def __repr__(self) -> str:  # short, for assertion messages
+        return f"<{self.method} {self.path} -> {self.status}{' ' + self.fault if self.fault else ''}>"
+
+
+@dataclass
+class StatusScript:
+    """How a job's status moves.  ``seconds_per_step=None`` advances one step per status read
+    (a GET of the job or of its run details); a number advances on wall-clock time."""
+
+    statuses: Tuple[str, ...] = DEFAULT_SCRIPT
+    seconds_per_step: Optional[float] = 0.5
+    error: Optional[Dict[str, Any]] = None
+    log_lines_per_step: int = 3
+
+    def __post_init__(self) -> None:
+        self.statuses = tuple(self.statuses)
+        if not self.statuses:
+            raise ValueError("a status script needs at least one status")
+
+
+@dataclass
+class Blob:
+    data: bytes
+    content_type: str = "application/octet-stream"
+    metadata: Dict[str, str] = field(default_factory=dict)
+    last_modified: float = field(default_factory=time.time)
+
+    @property
+    def etag(self) -> str:
+        return '"0x' + hashlib.md5(self.data + str(self.last_modified).encode()).hexdigest()[:16].upper() + '"'
+
+
+@dataclass
+class JobState:
+    name: str
+    body: Dict[str, Any]  # the body as PUT
+    created: float
+    script: StatusScript
+    reads: int = 0
+    cancel_requested: Optional[float] = None
+    cancel_reads: int = 0
+    cancel_final: Optional[float] = None
+    extra_log: Dict[int, str] = field(default_factory=dict)
+    frozen_position: Optional[float] = None
+    puts: int = 1
+
+    @property
+    def props(self) -> Dict[str, Any]:
+        return self.body.get("properties", {})
+
+
+class AzureMLEmulator:
+    """Threaded HTTP emulator of Azure ML on ``http://127.0.0.1:<free port>``.
+
+    Use as a context manager (or call :meth:`start` / :meth:`stop`).  Everything it receives is in
+    :attr:`requests`; job bodies as PUT in :attr:`jobs`; uploaded blobs in :attr:`blobs`.
+    """
+
+    def __init__(
+        self,
+        subscription_id: str = SUBSCRIPTION_ID,
+        resource_group: str = RESOURCE_GROUP,
+        workspace: str = WORKSPACE,
+        *,
+        validator: Optional[SpecValidator] = None,
+        validate_jobs: bool = True,
+        page_size: int = 20,
+        require_bearer: bool = True,
+        lro_retry_after: float = 1,
+        cancel_seconds: Optional[float] = 0.2,
+    ) -> None:
+        self.subscription_id = subscription_id
+        self.resource_group = resource_group
+        self.workspace = workspace
+        self.workspace_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{subscription_id}/{resource_group}/{workspace}"))
+        self.validator = validator
+        self.validate_jobs = validate_jobs
+        self.page_size = page_size
+        self.require_bearer = require_bearer
+        self.lro_retry_after = lro_retry_after
+        self.cancel_seconds = cancel_seconds  # None: Canceled on the first read after the request
+
+        self.requests: List[RecordedRequest] = []
+        self.violations: List[Dict[str, Any]] = []  # rejected job PUTs: {"name", "errors", "body"}
+        self.job_puts: List[Tuple[str, Dict[str, Any]]] = []  # every accepted job PUT, in order
+        self._jobs: Dict[str, JobState] = {}
+        self.codes: Dict[Tuple[str, str], Dict[str, Any]] = {}
+        self.environments: Dict[Tuple[str, str], Dict[str, Any]] = {}
+        self.computes: Dict[str, Dict[str, Any]] = {}
+        self.blobs: Dict[Tuple[str, str], Blob] = {}  # (container, blob name) -> Blob
+        self._blocks: Dict[Tuple[str, str], Dict[str, bytes]] = {}
+        self.faults: List[Fault] = []
+        self.token_expiries: List[TokenExpiry] = []
+        self.tokens_seen: List[str] = []
+        self._operations: Dict[str, Dict[str, Any]] = {}
+        self._default_script = StatusScript()
+        self._job_scripts: Dict[str, StatusScript] = {}
+        self._lock = threading.RLock()
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+        self.port: Optional[int] = None
+        for name, vm, nodes in (("cpu-cluster", "STANDARD_D2_V2", 4), ("gpu-cluster", "STANDARD_NC24", 4)):
+            self.add_compute(name, vm_size=vm, max_nodes=nodes)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "AzureMLEmulator":
+        if self._server is not None:
+            return self
+        emulator = self
+
+        class Handler(_Handler):
+            emu = emulator
+
+        server = _Server(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(target=server.serve_forever, name="azureml-emulator", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "AzureMLEmulator":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- addresses ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the emulator is not started")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def workspace_arm_id(self) -> str:
+        return (
+            f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+            f"/providers/{_PROVIDER}/workspaces/{self.workspace}"
+        )
+
+    def arm_id(self, kind: str, name: str, version: Optional[str] = None) -> str:
+        rid = f"{self.workspace_arm_id}/{kind}/{name}"
+        return rid + (f"/versions/{version}" if version is not None else "")
+
+    @property
+    def storage_url(self) -> str:
+        """Path-style account URL (like Azurite): the SDK's storage client parses IP hosts so."""
+        return f"{self.url}/{STORAGE_ACCOUNT}"
+
+    def cloud_metadata(self, name: str = "DtrainEmulator") -> Dict[str, Any]:
+        """ARM cloud metadata (the shape of management.azure.com/metadata/endpoints)."""
+        return {
+            "name": name,
+            "portal": self.url + "/portal/",
+            "resourceManager": self.url + "/",
+            "authentication": {"loginEndpoint": self.url + "/login/", "audiences": [self.url + "/"]},
+            "suffixes": {"storage": "core.windows.net"},
+        }
+
+    # -- scripting ---------------------------------------------------------------------------------
+    def script_job_statuses(
+        self,
+        statuses: Sequence[str],
+        seconds_per_step: Optional[float] = 0.5,
+        *,
+        job: Optional[str] = None,
+        error: Optional[Dict[str, Any]] = None,
+        log_lines_per_step: int = 3,
+    ) -> None:
+        """Script how statuses move: for ``job`` (before or after it is created) or, without it,
+        for every job created afterwards.  ``seconds_per_step=None``: one step per status read.
+        ``error`` (``{"code":..., "message":...}``) is reported in run details when it Fails."""
+        script = StatusScript(tuple(statuses), seconds_per_step, error, log_lines_per_step)
+        with self._lock:
+            if job is None:
+                self._default_script = script
+            else:
+                self._job_scripts[job] = script
+                if job in self._jobs:
+                    state = self._jobs[job]
+                    state.script, state.created, state.reads = script, time.time(), 0
+
+    def add_fault(
+        self,
+        pattern: str,
+        kind: str = STATUS,
+        *,
+        method: Optional[str] = None,
+        count: Optional[int] = 1,
+        skip: int = 0,
+        status: int = 503,
+        retry_after: Optional[float] = None,
+        delay: float = 0.0,
+        code: Optional[str] = None,
+        message: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> Fault:
+        fault = Fault(
+            kind=kind,
+            pattern=compile_pattern(pattern),
+            method=method,
+            count=count,
+            skip=skip,
+            status=status,
+            retry_after=retry_after,
+            delay=delay,
+            code=code,
+            message=message,
+            headers=dict(headers or {}),
+        )
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def fail(self, pattern: str, status: int = 503, *, count: Optional[int] = 1, method: Optional[str] = None,
+             retry_after: Optional[float] = None, skip: int = 0) -> Fault:
+        """Answer matching requests with ``status`` (429 gets ``Retry-After`` if given)."""
+        return self.add_fault(pattern, STATUS, method=method, count=count, status=status,
+                              retry_after=retry_after, skip=skip)
+
+    def throttle(self, pattern: str, retry_after: float = 1, *, count: Optional[int] = 1,
+                 method: Optional[str] = None) -> Fault:
+        return self.fail(pattern, 429, count=count, method=method, retry_after=retry_after)
+
+    def reset_connection(self, pattern: str, *, count: Optional[int] = 1, method: Optional[str] = None,
+                         skip: int = 0) -> Fault:
+        """Close the socket (RST) without answering."""
+        return self.add_fault(pattern, RESET, method=method, count=count, skip=skip)
+
+    def slow(self, pattern: str, seconds: float, *, count: Optional[int] = 1, method: Optional[str] = None) -> Fault:
+        """Sleep ``seconds`` before answering normally."""
+        return self.add_fault(pattern, SLOW, method=method, count=count, delay=seconds)
+
+    def expire_token(self, token: str, after_requests: int = 0, challenge: str = "cae") -> TokenExpiry:
+        """Answer 401 to requests carrying ``token`` once it was accepted ``after_requests`` times.
+
+        ``challenge="cae"`` sends the Continuous Access Evaluation claims challenge
+        (``WWW-Authenticate: Bearer ... error="insufficient_claims", claims="..."``) which azure-core's
+        BearerTokenCredentialPolicy answers by getting a fresh token and retrying once;
+        ``challenge="invalid_token"`` sends ``error="invalid_token"``, which the SDK surfaces as an error.
+        """
+        expiry = TokenExpiry(token, after_requests, challenge)
+        with self._lock:
+            self.token_expiries.append(expiry)
+        return expiry
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self.faults.clear()
+            self.token_expiries.clear()
+
+    def add_compute(self, name: str, *, vm_size: str = "STANDARD_D2_V2", max_nodes: int = 4,
+                    compute_type: str = "AmlCompute") -> Dict[str, Any]:
+        resource = {
+            "id": self.arm_id("computes", name),
+            "type": f"{_PROVIDER}/workspaces/computes",
+            "name": name,
+            "location": LOCATION,
+            "properties": {
+                "description": None,
+                "createdOn": _now_iso(),
+                "modifiedOn": _now_iso(),
+                "computeType": compute_type,
+                "computeLocation": LOCATION,
+                "provisioningState": "Succeeded",
+                "disableLocalAuth": True,
+                "properties": {
+                    "vmSize": vm_size,
+                    "vmPriority": "Dedicated",
+                    "osType": "Linux",
+                    "scaleSettings": {"maxNodeCount": max_nodes, "minNodeCount": 0,
+                                      "nodeIdleTimeBeforeScaleDown": "PT120S"},
+                    "allocationState": "Steady",
+                    "currentNodeCount": 0,
+                    "targetNodeCount": 0,
+                    "enableNodePublicIp": True,
+                },
+            },
+        }
+        with self._lock:
+            self.computes[name] = resource
+        return resource
+
+    def add_environment(self, name: str, version: str, image: str = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04",
+                        **properties: Any) -> Dict[str, Any]:
+        """Register an environment version (so ``azureml:name:version`` / ``name@latest`` resolve)."""
+        body = {"properties": {"image": image, "osType": "Linux", **properties}}
+        return self._store_environment(name, version, body)
+
+    def append_log(self, job: str, text: str, rank: int = 0) -> None:
+        """Append ``text`` to the log of one rank of a job."""
+        with self._lock:
+            state = self._jobs[job]
+            state.extra_log[rank] = state.extra_log.get(rank, "") + text
+
+    # -- read access for tests -------------------------------------------------------------------------
+    @property
+    def jobs(self) -> Dict[str, Dict[str, Any]]:
+        """Job name -> body as last PUT."""
+        with self._lock:
+            return {name: copy.deepcopy(state.body) for name, state in self._jobs.items()}
+
+    def job_status(self, name: str) -> str:
+        with self._lock:
+            return self._status(self._jobs[name], advance=False)
+
+    def blob_bytes(self, container: str, name: str) -> bytes:
+        return self.blobs[(container, name)].data
+
+    def uploaded_files(self, prefix: str = "") -> Dict[str, bytes]:
+        """Blob name -> bytes of the blobs uploaded into the workspace blob container."""
+        with self._lock:
+            return {n: b.data for (c, n), b in self.blobs.items() if c == BLOB_CONTAINER and n.startswith(prefix)}
+
+    def requests_to(self, pattern: str, method: Optional[str] = None) -> List[RecordedRequest]:
+        rx = re.compile(pattern)
+        with self._lock:
+            return [r for r in self.requests if rx.search(r.path) and (method is None or r.method == method.upper())]
+
+    def log_file_names(self, job: str) -> List[str]:
+        with self._lock:
+            return self._log_names(self._jobs[job])
+
+    def log_content(self, job: str, name: str) -> str:
+        with self._lock:
+            return self._log_text(self._jobs[job], name)
+
+    # =============================================================================================
+    # request handling (called from handler threads)
+    # =============================================================================================
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    def _check_faults(self, method: str, path: str) -> Optional[Fault]:
+        with self._lock:
+            faults = list(self.faults)
+        for fault in faults:
+            if fault.take(method, path):
+                return fault
+        return None
+
+    def _check_token(self, token: Optional[str]) -> Optional[TokenExpiry]:
+        if token is None:
+            return None
+        with self._lock:
+            if token not in self.tokens_seen:
+                self.tokens_seen.append(token)
+            for expiry in self.token_expiries:
+                if expiry.token == token:
+                    if expiry.accepted >= expiry.after_requests:
+                        expiry.rejected += 1
+                        return expiry
+                    expiry.accepted += 1
+        return None
+
+    def dispatch(self, method: str, path: str, query: Dict[str, str], headers: Dict[str, str],
+                 body: bytes) -> Tuple[int, Dict[str, str], bytes]:
+        if path.startswith(f"/{STORAGE_ACCOUNT}/") or path == f"/{STORAGE_ACCOUNT}":
+            return self._blob(method, path[len(STORAGE_ACCOUNT) + 1:], query, headers, body)
+        if path == "/metadata/endpoints":
+            return _json(200, [self.cloud_metadata()])
+        if path.startswith("/discovery/"):
+            return _json(200, self._discovery())
+        if path.startswith("/studio/") or path.startswith("/portal/"):
+            return 200, {"Content-Type": "text/html"}, b"<html><body>Azure ML emulator</body></html>"
+        m = _HISTORY_RE.match(path)
+        if m:
+            self._check_scope(m)
+            return self._history(method, m.group("run"), m.group("rest") or "", query)
+        m = _ARM_WS_RE.match(path)
+        if m:
+            self._check_scope(m)
+            return self._arm(method, m.group("rest") or "", query, headers, body)
+        raise HTTPError(404, "NotFound", f"The emulator has no route for {method} {path}")
+
+    def _check_scope(self, m: "re.Match[str]") -> None:
+        if m.group("sub") != self.subscription_id or m.group("rg").lower() != self.resource_group.lower():
+            raise HTTPError(404, "ResourceGroupNotFound", f"Resource group '{m.group('rg')}' could not be found.")
+        if m.group("ws").lower() != self.workspace.lower():
+            raise HTTPError(404, "ResourceNotFound",
+                            f"The Resource '{_PROVIDER}/workspaces/{m.group('ws')}' under resource group "
+                            f"'{m.group('rg')}' was not found.")
+
+    # -- ARM -------------------------------------------------------------------------------------
+    def _arm(self, method: str, rest: str, query: Dict[str, str], headers: Dict[str, str],
+             raw: bytes) -> Tuple[int, Dict[str, str], bytes]:
+        parts = [unquote(p) for p in rest.strip("/").split("/")] if rest.strip("/") else []
+        body = _parse_json(raw)
+        n = len(parts)
+        if n == 0 and method == "GET":
+            return _json(200, self._workspace())
+        kind = parts[0].lower() if parts else ""
+        if kind == "jobs":
+            if n == 1 and method == "GET":
+                return self._list_jobs(query)
+            if n == 2 and method == "PUT":
+                return self._put_job(parts[1], body)
+            if n == 2 and method == "GET":
+                return _json(200, self._job_resource(self._job(parts[1]), advance=True))
+            if n == 2 and method == "DELETE":
+                with self._lock:
+                    self._job(parts[1])
+                    del self._jobs[parts[1]]
+                return 200, {}, b""
+            if n == 3 and parts[2].lower() == "cancel" and method == "POST":
+                return self._cancel_job(parts[1])
+        if kind == "codes":
+            return self._versioned("codes", parts, method, query, body)
+        if kind == "environments":
+            return self._versioned("environments", parts, method, query, body)
+        if kind == "computes":
+            if n == 1 and method == "GET":
+                with self._lock:
+                    return _json(200, {"value": list(self.computes.values())})
+            if n == 2 and method == "GET":
+                with self._lock:
+                    if parts[1] not in self.computes:
+                        raise HTTPError(404, "ResourceNotFound", f"Compute '{parts[1]}' was not found.")
+                    return _json(200, self.computes[parts[1]])
+        if kind == "datastores":
+            if n == 1 and method == "GET":
+                return _json(200, {"value": [self._datastore()]})
+            if n == 2 and method == "GET":
+                if parts[1] != DEFAULT_DATASTORE:
+                    raise HTTPError(404, "UserError", f"Datastore '{parts[1]}' was not found.")
+                return _json(200, self._datastore())
+            if n == 3 and parts[2] == "listSecrets" and method == "POST":
+                return _json(200, {"secretsType": "Sas", "sasToken": SAS_QUERY})
+        if kind in ("operationstatuses", "operationresults") and n == 2 and method == "GET":
+            return self._operation(kind, parts[1])
+        raise HTTPError(404, "NotFound", f"The emulator has no route for {method} {rest or '/'}")
+
+    def _workspace(self) -> Dict[str, Any]:
+        ws = self.workspace_arm_id
+        sub_rg = f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+        return {
+            "id": ws,
+            "name": self.workspace,
+            "type": f"{_PROVIDER}/workspaces",
+            "location": LOCATION,
+            "tags": {},
+            "identity": {"type": "SystemAssigned", "principalId": str(uuid.UUID(int=1)),
+                         "tenantId": str(uuid.UUID(int=2))},
+            "sku": {"name": "Basic", "tier": "Basic"},
+            "kind": "Default",
+            "properties": {
+                "workspaceId": self.workspace_id,
+                "friendlyName": self.workspace,
+                "description": "Azure ML emulator workspace",
+                "storageAccount": f"{sub_rg}/providers/Microsoft.Storage/storageAccounts/{STORAGE_ACCOUNT}",
+                "keyVault": f"{sub_rg}/providers/Microsoft.KeyVault/vaults/dtrainemukv",
+                "applicationInsights": f"{sub_rg}/providers/microsoft.insights/components/dtrainemuai",
+                "containerRegistry": f"{sub_rg}/providers/Microsoft.ContainerRegistry/registries/dtrainemuacr",
+                "discoveryUrl": f"{self.url}/discovery/workspaces/{self.workspace_id}",
+                "mlFlowTrackingUri": f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{ws}",
+                "provisioningState": "Succeeded",
+                "hbiWorkspace": False,
+                "publicNetworkAccess": "Enabled",
+                "v1LegacyMode": False,
+                "privateLinkCount": 0,
+                "storageHnsEnabled": False,
+                "enableDataIsolation": False,
+                "systemDatastoresAuthMode": "accessKey",
+            },
+            "systemData": _system_data(),
+        }
+
+    def _discovery(self) -> Dict[str, str]:
+        keys = ("api", "catalog", "experimentation", "history", "modelmanagement", "pipelines", "studiometadata")
+        return {k: self.url for k in keys} | {"gremlin": self.url, "registryBackend": self.url}
+
+    def _datastore(self) -> Dict[str, Any]:
+        return {
+            "id": self.arm_id("datastores", DEFAULT_DATASTORE),
+            "name": DEFAULT_DATASTORE,
+            "type": f"{_PROVIDER}/workspaces/datastores",
+            "properties": {
+                "datastoreType": "AzureBlob",
+                "accountName": STORAGE_ACCOUNT,
+                "containerName": BLOB_CONTAINER,
+                "endpoint": "core.windows.net",
+                "protocol": "https",
+                "serviceDataAccessAuthIdentity": "WorkspaceSystemAssignedIdentity",
+                "credentials": {"credentialsType": "AccountKey", "secrets": None},
+                "isDefault": True,
+                "description": None,
+                "tags": {},
+                "properties": {},
+            },
+            "systemData": _system_data(),
+        }
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def _job(self, name: str) -> JobState:
+        with self._lock:
+            if name not in self._jobs:
+                raise HTTPError(404, "UserError", f"Job {name} not found.")
+            return self._jobs[name]
+
+    def _put_job(self, name: str, body: Any) -> Tuple[int, Dict[str, str], bytes]:
+        if self.validate_jobs:
+            errors = validate_job_body(body, self.validator or default_validator())
+            if errors:
+                with self._lock:
+                    self.violations.append({"name": name, "errors": errors, "body": body})
+                raise HTTPError(400, "UserError", "Job body does not match the REST spec: " + "; ".join(errors))
+        with self._lock:
+            self.job_puts.append((name, copy.deepcopy(body)))
+            if name in self._jobs:
+                state = self._jobs[name]
+                state.body = copy.deepcopy(body)
+                state.puts += 1
+                return _json(200, self._job_resource(state, advance=False))
+            script = self._job_scripts.get(name, self._default_script)
+            state = JobState(name=name, body=copy.deepcopy(body), created=time.time(), script=script)
+            self._jobs[name] = state
+            return _json(201, self._job_resource(state, advance=False))
+
+    def _position(self, state: JobState, advance: bool) -> float:
+        """Progress of a job through its script, in steps."""
+        if state.frozen_position is not None:
+            return state.frozen_position
+        if state.script.seconds_per_step is None:
+            if advance:
+                state.reads += 1
+            return float(state.reads)
+        return (time.time() - state.created) / max(state.script.seconds_per_step, 1e-9)
+
+    def _status(self, state: JobState, advance: bool) -> str:
+        if state.cancel_requested is not None:
+            if state.cancel_final is not None:
+                return "Canceled"
+            done = (
+                self.cancel_seconds is not None and time.time() - state.cancel_requested >= self.cancel_seconds
+            ) or (self.cancel_seconds is None and advance and state.cancel_reads >= 1)
+            if advance:
+                state.cancel_reads += 1
+            if done:
+                state.cancel_final = time.time()
+                return "Canceled"
+            return "CancelRequested"
+        statuses = state.script.statuses
+        return statuses[min(int(self._position(state, advance)), len(statuses) - 1)]
+
+    def _job_resource(self, state: JobState, advance: bool) -> Dict[str, Any]:
+        status = self._status(state, advance)
+        props = copy.deepcopy(state.props)
+        props["status"] = status
+        props.setdefault("experimentName", "Default")
+        props.setdefault("isArchived", False)
+        props.setdefault("properties", {})
+        props["services"] = {
+            "Tracking": {"jobServiceType": "Tracking", "port": None, "status": None, "errorMessage": None,
+                         "properties": None, "nodes": None,
+                         "endpoint": f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{self.workspace_arm_id}"},
+            "Studio": {"jobServiceType": "Studio", "port": None, "status": None, "errorMessage": None,
+                       "properties": None, "nodes": None,
+                       "endpoint": f"{self.url}/studio/runs/{state.name}?wsid={self.workspace_arm_id}"},
+        }
+        if props.get("jobType") == "Command":
+            props.setdefault("parameters", {})
+        created = _now_iso(state.created)
+        return {
+            "id": self.arm_id("jobs", state.name),
+            "name": state.name,
+            "type": f"{_PROVIDER}/workspaces/jobs",
+            "properties": props,
+            "systemData": {"createdAt": created, "createdBy": "dtrain emulator", "createdByType": "User",
+                           "lastModifiedAt": created, "lastModifiedBy": "dtrain emulator",
+                           "lastModifiedByType": "User"},
+        }
+
+    def _list_jobs(self, query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        view = query.get("listViewType", "ActiveOnly")
+        job_type = query.get("jobType")
+        tag = query.get("tag")
+        with self._lock:
+            states = sorted(self._jobs.values(), key=lambda s: s.created, reverse=True)
+            selected = []
+            for s in states:
+                archived = bool(s.props.get("isArchived"))
+                if view == "ActiveOnly" and archived or view == "ArchivedOnly" and not archived:
+                    continue
+                if job_type and s.props.get("jobType", "").lower() != job_type.lower():
+                    continue
+                if tag:
+                    key, _, value = tag.partition("=")
+                    tags = s.props.get("tags") or {}
+                    if key not in tags or (value and tags[key] != value):
+                        continue
+                selected.append(s)
+            start = int(query.get("$skipToken", "0") or 0)
+            page = selected[start:start + self.page_size]
+            result: Dict[str, Any] = {"value": [self._job_resource(s, advance=False) for s in page]}
+            if start + self.page_size < len(selected):
+                q = {k: v for k, v in query.items() if k != "$skipToken"}
+                q["$skipToken"] = str(start + self.page_size)
+                result["nextLink"] = f"{self.url}{self.workspace_arm_id}/jobs?{urlencode(q)}"
+        return _json(200, result)
+
+    def _cancel_job(self, name: str) -> Tuple[int, Dict[str, str], bytes]:
+        with self._lock:
+            state = self._job(name)
+            status = self._status(state, advance=False)
+            if status not in TERMINAL_STATUSES and state.cancel_requested is None:
+                state.frozen_position = self._position(state, advance=False)
+                state.cancel_requested = time.time()
+            op_id = uuid.uuid4().hex
+            self._operations[op_id] = {"job": name, "created": time.time()}
+        base = f"{self.url}{self.workspace_arm_id}"
+        return 202, {
+            "Location": f"{base}/operationResults/{op_id}?api-version=2023-04-01-preview",
+            "Azure-AsyncOperation": f"{base}/operationStatuses/{op_id}?api-version=2023-04-01-preview",
+            "Retry-After": _num(self.lro_retry_after),
+            "Content-Length": "0",
+        }, b""
+
+    def _operation(self, kind: str, op_id: str) -> Tuple[int, Dict[str, str], bytes]:
+        with self._lock:
+            if op_id not in self._operations:
+                raise HTTPError(404, "NotFound", f"Operation {op_id} not found.")
+            op = self._operations[op_id]
+            state = self._jobs.get(op["job"])
+            done = state is None or self._status(state, advance=True) != "CancelRequested"
+        retry = {"Retry-After": _num(self.lro_retry_after)}
+        if kind == "operationstatuses":
+            body = {"id": op_id, "name": op_id, "status": "Succeeded" if done else "InProgress",
+                    "startTime": _now_iso(op["created"])}
+            if done:
+                body["endTime"] = _now_iso()
+            return _json(200, body, {} if done else retry)
+        if not done:
+            return 202, dict(retry, **{"Content-Length": "0"}), b""
+        return 200, {"Content-Length": "0"}, b""
+
+    # -- code and environment versions ----------------------------------------------------------------
+    def _versioned(self, kind: str, parts: List[str], method: str, query: Dict[str, str],
+                   body: Any) -> Tuple[int, Dict[str, str], bytes]:
+        store = self.codes if kind == "codes" else self.environments
+        n = len(parts)
+        if n == 2 and method == "GET":
+            with self._lock:
+                versions = [r for (nm, _), r in store.items() if nm == parts[1]]
+            if not versions:
+                raise HTTPError(404, "UserError", f"Could not find asset with name {parts[1]}")
+            latest = max(versions, key=lambda r: r["systemData"]["createdAt"])
+            return _json(200, {
+                "id": self.arm_id(kind, parts[1]), "name": parts[1], "type": f"{_PROVIDER}/workspaces/{kind}",
+                "properties": {"latestVersion": latest["name"], "nextVersion": None, "isArchived": False,
+                               "description": None, "tags": {}, "properties": {}},
+                "systemData": _system_data(),
+            })
+        if n == 3 and parts[2] == "versions" and method == "GET":
+            return self._list_versions(kind, store, parts[1], query)
+        if n == 4 and parts[2] == "versions":
+            key = (parts[1], parts[3])
+            if method == "GET":
+                with self._lock:
+                    if key not in store:
+                        raise HTTPError(404, "UserError", f"Could not find asset with name {key[0]} and version {key[1]}")
+                    return _json(200, store[key])
+            if method == "PUT":
+                if not isinstance(body, dict) or not isinstance(body.get("properties"), dict):
+                    raise HTTPError(400, "UserError", "The request body must have a properties object.")
+                with self._lock:
+                    existed = key in store
+                if kind == "codes":
+                    resource = self._store_code(key[0], key[1], body)
+                else:
+                    resource = self._store_environment(key[0], key[1], body)
+                return _json(200 if existed else 201, resource)
+        if n == 5 and parts[2] == "versions" and parts[4] == "startPendingUpload" and method == "POST":
+            return _json(200, self._pending_upload(kind, parts[1], parts[3], body))
+        raise HTTPError(404, "NotFound", f"The emulator has no route for {method} {kind}/{'/'.join(parts[1:])}")
+
+    def _list_versions(self, kind: str, store: Dict[Tuple[str, str], Dict[str, Any]], name: str,
+                       query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        want_hash = query.get("hash")
+        with self._lock:
+            items = [r for (nm, _), r in store.items() if nm == name]
+        if want_hash:
+            items = [r for r in items if (r["properties"].get("properties") or {}).get("hash_sha256") == want_hash
+                     or r.get("_hash") == want_hash]
+        items.sort(key=lambda r: r["systemData"]["createdAt"], reverse=True)
+        top = query.get("$top")
+        if top:
+            items = items[: int(top)]
+        return _json(200, {"value": [_public(r) for r in items]})
+
+    def _pending_upload(self, kind: str, name: str, version: str, body: Any) -> Dict[str, Any]:
+        folder = f"LocalUpload/{uuid.uuid4().hex}"
+        container_url = f"{self.storage_url}/{BLOB_CONTAINER}"
+        return {
+            "blobReferenceForConsumption": {
+                "blobUri": f"{container_url}/{folder}",
+                "storageAccountArmId": self._workspace()["properties"]["storageAccount"],
+                "credential": {"credentialType": "SAS", "sasUri": f"{container_url}/{folder}?{SAS_QUERY}"},
+            },
+            "pendingUploadId": (body or {}).get("pendingUploadId") or uuid.uuid4().hex,
+            "pendingUploadType": "TemporaryBlobReference",
+        }
+
+    def _store_code(self, name: str, version: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        props = copy.deepcopy(body["properties"])
+        props.setdefault("isAnonymous", False)
+        props.setdefault("isArchived", False)
+        props.setdefault("provisioningState", "Succeeded")
+        resource = {"id": self.arm_id("codes", name, version), "name": version,
+                    "type": f"{_PROVIDER}/workspaces/codes/versions", "properties": props,
+                    "systemData": _system_data()}
+        with self._lock:
+            self.codes[(name, version)] = resource
+        return resource
+
+    def _store_environment(self, name: str, version: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        props = copy.deepcopy(body["properties"])
+        props.setdefault("isAnonymous", False)
+        props.setdefault("isArchived", False)
+        props.setdefault("osType", "Linux")
+        props.setdefault("environmentType", "UserCreated")
+        props.setdefault("provisioningState", "Succeeded")
+        resource = {"id": self.arm_id("environments", name, version), "name": version,
+                    "type": f"{_PROVIDER}/workspaces/environments/versions", "properties": props,
+                    "systemData": _system_data()}
+        with self._lock:
+            self.environments[(name, version)] = resource
+        return resource
+
+    # -- run history ---------------------------------------------------------------------------------
+    def _history(self, method: str, run_id: str, rest: str, query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        if method != "GET":
+            raise HTTPError(404, "NotFound", f"The emulator has no route for {method} runs/{run_id}{rest}")
+        state = self._job(run_id)
+        with self._lock:
+            status = self._status(state, advance=True)
+            if rest in ("", "/"):
+                return _json(200, self._run(state, status))
+            if rest == "/details":
+                details = self._run(state, status)
+                details["logFiles"] = {n: self._log_url(state, n) for n in self._log_names(state)}
+                details["runDefinition"] = {"command": state.props.get("command")}
+                details["warnings"] = []
+                return _json(200, details)
+        raise HTTPError(404, "NotFound", f"The emulator has no route for GET runs/{run_id}{rest}")
+
+    def _run(self, state: JobState, status: str) -> Dict[str, Any]:
+        run: Dict[str, Any] = {
+            "runId": state.name,
+            "runUuid": str(uuid.uuid5(uuid.NAMESPACE_URL, state.name)),
+            "status": status,
+            "target": (state.props.get("computeId") or "").rsplit("/", 1)[-1] or None,
+            "createdTimeUtc": _now_iso(state.created),
+            "startTimeUtc": _now_iso(state.created),
+            "tags": dict(state.props.get("tags") or {}),
+            "properties": dict(state.props.get("properties") or {}),
+            "runType": "azureml.scriptrun",
+            "experimentId": str(uuid.uuid5(uuid.NAMESPACE_URL, state.props.get("experimentName") or "Default")),
+            "displayName": state.props.get("displayName") or state.name,
+        }
+        if status in TERMINAL_STATUSES:
+            run["endTimeUtc"] = _now_iso()
+        if status == "Failed":
+            err = state.script.error or {"code": "UserError", "message": "Job failed (scripted by the emulator)."}
+            run["error"] = {"error": err}
+        return run
+
+    # -- logs ----------------------------------------------------------------------------------------
+    def _world_size(self, state: JobState) -> int:
+        dist = state.props.get("distribution") or {}
+        nodes = int((state.props.get("resources") or {}).get("instanceCount") or 1)
+        dtype = dist.get("distributionType")
+        if dtype in ("PyTorch", "Mpi"):
+            return nodes * int(dist.get("processCountPerInstance") or 1)
+        if dtype == "TensorFlow":
+            return int(dist.get("workerCount") or nodes) + int(dist.get("parameterServerCount") or 0)
+        return 1
+
+    def _log_names(self, state: JobState) -> List[str]:
+        if not state.props.get("distribution"):
+            return ["user_logs/std_log.txt"]
+        return [f"user_logs/std_log_process_{i}.txt" for i in range(self._world_size(state))]
+
+    def _log_url(self, state: JobState, name: str) -> str:
+        return (f"{self.storage_url}/{ARTIFACT_CONTAINER}/ExperimentRun/dcid.{state.name}/"
+                f"{quote(name)}?{SAS_QUERY.replace('sr=c', 'sr=b').replace('sp=racwl', 'sp=r')}")
+
+    def _log_text(self, state: JobState, name: str) -> str:
+        names = self._log_names(state)
+        if name not in names:
+            raise KeyError(name)
+        rank = names.index(name)
+        statuses = state.script.statuses
+        position = self._position(state, advance=False)
+        if state.cancel_requested is not None:
+            position = state.frozen_position if state.frozen_position is not None else position
+        running = [i for i, s in enumerate(statuses) if s in ("Running", "Finalizing")]
+        lines: List[str] = []
+        if running:
+            start = running[0]
+            terminal = next((i for i, s in enumerate(statuses) if s in TERMINAL_STATUSES), len(statuses))
+            upto = min(position, terminal)
+            count = int((upto - start) * state.script.log_lines_per_step) + 1 if upto >= start else 0
+            world = len(names)
+            for k in range(count):
+                lines.append(
+                    f"[rank {rank}/{world}] {state.name} step {k}: loss={1.0 / (k + 1):.4f}" if k
+                    else f"[rank {rank}/{world}] {state.name} started: {state.props.get('command', '')}"
+                )
+            if position >= terminal and terminal < len(statuses) and statuses[terminal] == "Completed":
+                lines.append(f"[rank {rank}/{world}] {state.name} finished")
+        text = "".join(line + "\n" for line in lines)
+        return text + state.extra_log.get(rank, "")
+
+    # -- blob storage (path style: /<account>/<container>/<blob>) ------------------------------------------
+    def _blob(self, method: str, rest: str, query: Dict[str, str], headers: Dict[str, str],
+              body: bytes) -> Tuple[int, Dict[str, str], bytes]:
+        if "sig" not in query and not headers.get("authorization"):
+            raise HTTPError(403, "AuthenticationFailed", "Server failed to authenticate the request (no SAS).",
+                            {"x-ms-error-code": "AuthenticationFailed"})
+        rest = rest.lstrip("/")
+        container, _, blob_name = rest.partition("/")
+        blob_name = unquote(blob_name)
+        container = unquote(container)
+        comp, restype = query.get("comp"), query.get("restype")
+        base = {"x-ms-version": headers.get("x-ms-version", "2021-08-06"), "x-ms-request-id": str(uuid.uuid4())}
+        if restype == "container" and not blob_name:
+            if method == "GET" and comp == "list":
+                return self._list_blobs(container, query, base)
+            if method in ("GET", "HEAD"):
+                return 200, dict(base, **{"ETag": '"0x1"', "Last-Modified": _http_date(time.time())}), b""
+            if method == "PUT":
+                return 201, base, b""
+        key = (container, blob_name)
+        if method == "PUT":
+            if comp == "block":
+                with self._lock:
+                    self._blocks.setdefault(key, {})[query["blockid"]] = body
+                return 201, base, b""
+            if comp == "blocklist":
+                ids = [el.text or "" for el in ElementTree.fromstring(body)]
+                with self._lock:
+                    staged = self._blocks.pop(key, {})
+                    data = b"".join(staged[i] for i in ids)
+                    blob = Blob(data, headers.get("x-ms-blob-content-type", "application/octet-stream"),
+                                _meta(headers))
+                    self.blobs[key] = blob
+                return 201, dict(base, ETag=blob.etag, **{"Last-Modified": _http_date(blob.last_modified)}), b""
+            if comp == "metadata":
+                with self._lock:
+                    blob = self._get_blob(key)
+                    blob.metadata = _meta(headers)
+                return 200, dict(base, ETag=blob.etag), b""
+            if comp is None:
+                blob = Blob(body, headers.get("x-ms-blob-content-type") or headers.get("content-type")
+                            or "application/octet-stream", _meta(headers))
+                with self._lock:
+                    self.blobs[key] = blob
+                return 201, dict(base, ETag=blob.etag, **{"Last-Modified": _http_date(blob.last_modified),
+                                                          "x-ms-request-server-encrypted": "true"}), b""
+        if method in ("GET", "HEAD"):
+            blob = self._blob_or_log(key)
+            return self._serve_blob(method, blob, headers, base)
+        if method == "DELETE":
+            with self._lock:
+                self._get_blob(key)
+                del self.blobs[key]
+            return 202, base, b""
+        raise HTTPError(400, "UnsupportedHttpVerb", f"The emulator does not support {method} {rest}")
+
+    def _get_blob(self, key: Tuple[str, str]) -> Blob:
+        if key not in self.blobs:
+            raise HTTPError(404, "BlobNotFound", "The specified blob does not exist.", {"x-ms-error-code": "BlobNotFound"})
+        return self.blobs[key]
+
+    def _blob_or_log(self, key: Tuple[str, str]) -> Blob:
+        container, name = key
+        m = re.match(r"^ExperimentRun/dcid\.([^/]+)/(.+)$", name)
+        with self._lock:
+            if container == ARTIFACT_CONTAINER and m and m.group(1) in self._jobs:
+                state = self._jobs[m.group(1)]
+                try:
+                    text = self._log_text(state, m.group(2))
+                except KeyError:
+                    pass
+                else:
+                    return Blob(text.encode("utf-8"), "text/plain; charset=utf-8", {}, state.created)
+            return self._get_blob(key)
+
+    def _serve_blob(self, method: str, blob: Blob, headers: Dict[str, str],
+                    base: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        data = blob.data
+        out = dict(base)
+        out.update({"Content-Type": blob.content_type, "ETag": blob.etag,
+                    "Last-Modified": _http_date(blob.last_modified), "x-ms-blob-type": "BlockBlob",
+                    "Accept-Ranges": "bytes", "x-ms-creation-time": _http_date(blob.last_modified),
+                    "x-ms-lease-state": "available", "x-ms-lease-status": "unlocked",
+                    "x-ms-server-encrypted": "true"})
+        for k, v in blob.metadata.items():
+            out[f"x-ms-meta-{k}"] = v
+        rng = headers.get("x-ms-range") or headers.get("range")
+        status = 200
+        if rng:
+            m = re.match(r"bytes=(\d*)-(\d*)$", rng.strip())
+            if not m or (not m.group(1) and not m.group(2)):
+                raise HTTPError(416, "InvalidRange", f"Bad range {rng}")
+            size = len(data)
+            if m.group(1):
+                start = int(m.group(1))
+                end = int(m.group(2)) if m.group(2) else size - 1
+            else:  # suffix range
+                start, end = max(0, size - int(m.group(2))), size - 1
+            if start >= size:
+                out["Content-Range"] = f"bytes */{size}"
+                raise HTTPError(416, "InvalidRange", "The range specified is invalid for the current size of the resource.",
+                                {"Content-Range": f"bytes */{size}", "x-ms-error-code": "InvalidRange"})
+            end = min(end, size - 1)
+            out["Content-Range"] = f"bytes {start}-{end}/{size}"
+            data = data[start:end + 1]
+            status = 206
+        if method == "HEAD":
+            out["Content-Length"] = str(len(data))
+            return status, out, b""
+        return status, out, data
+
+    def _list_blobs(self, container: str, query: Dict[str, str], base: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        prefix = query.get("prefix", "")
+        delimiter = query.get("delimiter")
+        include_meta = "metadata" in (query.get("include") or "")
+        max_results = int(query.get("maxresults") or 5000)
+        marker = query.get("marker") or ""
+        with self._lock:
+            names = sorted(n for (c, n) in self.blobs if c == container and n.startswith(prefix) and n > marker)
+            items: List[str] = []
+            prefixes: List[str] = []
+            next_marker = ""
+            last = ""
+            for n in names:
+                if delimiter:
+                    cut = n.find(delimiter, len(prefix))
+                    if cut >= 0:
+                        p = n[: cut + len(delimiter)]
+                        if p not in prefixes:
+                            prefixes.append(p)
+                        continue
+                if len(items) >= max_results:
+                    next_marker = last
+                    break
+                last = n
+                b = self.blobs[(container, n)]
+                meta = "".join(f"<{k}>{xml_escape(v)}</{k}>" for k, v in b.metadata.items()) if include_meta else ""
+                items.append(
+                    f"<Blob><Name>{xml_escape(n)}</Name><Properties>"
+                    f"<Creation-Time>{_http_date(b.last_modified)}</Creation-Time>"
+                    f"<Last-Modified>{_http_date(b.last_modified)}</Last-Modified><Etag>{b.etag}</Etag>"
+                    f"<Content-Length>{len(b.data)}</Content-Length><Content-Type>{xml_escape(b.content_type)}"
+                    f"</Content-Type><BlobType>BlockBlob</BlobType><LeaseStatus>unlocked</LeaseStatus>"
+                    f"<LeaseState>available</LeaseState><ServerEncrypted>true</ServerEncrypted></Properties>"
+                    + (f"<Metadata>{meta}</Metadata>" if include_meta else "") + "</Blob>"
+                )
+        xml = (
+            '<?xml version="1.0" encoding="utf-8"?>'
+            f'<EnumerationResults ServiceEndpoint="{xml_escape(self.storage_url)}/" ContainerName="{xml_escape(container)}">'
+            f"<Prefix>{xml_escape(prefix)}</Prefix><MaxResults>{max_results}</MaxResults>"
+            + (f"<Delimiter>{xml_escape(delimiter)}</Delimiter>" if delimiter else "")
+            + "<Blobs>" + "".join(items)
+            + "".join(f"<BlobPrefix><Name>{xml_escape(p)}</Name></BlobPrefix>" for p in prefixes)
+            + f"</Blobs><NextMarker>{xml_escape(next_marker)}</NextMarker></EnumerationResults>"
+        ).encode("utf-8")
+        return 200, dict(base, **{"Content-Type": "application/xml"}), xml
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _meta(headers: Dict[str, str]) -> Dict[str, str]:
+    return {k[len("x-ms-meta-"):]: v for k, v in headers.items() if k.startswith("x-ms-meta-")}
+
+
+def _system_data() -> Dict[str, Any]:
+    now = _now_iso()
+    return {"createdAt": now, "createdBy": "dtrain emulator", "createdByType": "User",
+            "lastModifiedAt": now, "lastModifiedBy": "dtrain emulator", "lastModifiedByType": "User"}
+
+
+def _public(resource: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in resource.items() if not k.startswith("_")}
+
+
+def _parse_json(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def _json(status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> Tuple[int, Dict[str, str], bytes]:
+    out = {"Content-Type": "application/json; charset=utf-8"}
+    out.update(headers or {})
+    if isinstance(payload, dict):
+        payload = _public(payload)
+    return status, out, json.dumps(payload).encode("utf-8")
+
+
+def _error_payload(status: int, code: str, message: str, blob: bool) -> Tuple[str, bytes]:
+    if blob:
+        xml = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{xml_escape(code)}</Code>'
+               f"<Message>{xml_escape(message)}</Message></Error>")
+        return "application/xml", xml.encode("utf-8")
+    body = {"error": {"code": code, "message": message, "target": None, "details": [],
+                      "additionalInfo": []}}
+    return "application/json; charset=utf-8", json.dumps(body).encode("utf-8")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # connection resets (injected or by clients going away) are expected; stay quiet
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    emu: AzureMLEmulator  # set on the subclass made per emulator
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+        pass
+
+    def _handle(self) -> None:
+        emu = self.emu
+        split = urlsplit(self.path)
+        path = split.path
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        auth = headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        if "authorization" in headers:
+            headers["authorization"] = "Bearer <redacted>" if token is not None else "<redacted>"
+        is_blob = path.startswith(f"/{STORAGE_ACCOUNT}/")
+        ctype = headers.get("content-type", "")
+        body = _parse_json(raw) if "json" in ctype or (raw[:1] in (b"{", b"[")) else None
+        record = RecordedRequest(self.command, path, query, headers, token is not None, body,
+                                 raw if not is_blob or len(raw) < 1 << 20 else raw[: 1 << 20], time.time())
+        emu._record(record)
+
+        fault = emu._check_faults(self.command, path)
+        if fault is not None and fault.kind == RESET:
+            record.fault = "reset"
+            self._reset()
+            return
+        if fault is not None and fault.kind == SLOW:
+            record.fault = f"slow {fault.delay}s"
+            time.sleep(fault.delay)
+            fault = None
+        if fault is not None:
+            record.fault = f"status {fault.status}"
+            extra = dict(fault.headers)
+            if fault.retry_after is not None:
+                extra["Retry-After"] = _num(fault.retry_after)
+            code = fault.code or {429: "TooManyRequests", 500: "InternalServerError",
+                                   503: "ServiceUnavailable"}.get(fault.status, "Error")
+            message = fault.message or f"Injected fault: HTTP {fault.status}."
+            self._error(record, fault.status, code, message, extra, is_blob)
+            return
+
+        needs_bearer = not is_blob and not path.startswith(("/discovery/", "/metadata/", "/studio/", "/portal/"))
+        if needs_bearer and emu.require_bearer and token is None:
+            self._error(record, 401, "AuthenticationFailed", "Authentication failed: no bearer token.",
+                        {"WWW-Authenticate": 'Bearer authorization_uri="https://login.microsoftonline.com/common", '
+                                             'error="invalid_token", error_description="No access token"'}, False)
+            return
+        expiry = emu._check_token(token) if needs_bearer else None
+        if expiry is not None:
+            record.fault = "token expired"
+            if expiry.challenge == "cae":
+                challenge = ('Bearer authorization_uri="https://login.microsoftonline.com/common/oauth2/authorize", '
+                             f'error="insufficient_claims", claims="{CAE_CLAIMS}"')
+            else:
+                challenge = ('Bearer authorization_uri="https://login.microsoftonline.com/common/oauth2/authorize", '
+                             'error="invalid_token", error_description="The access token has expired"')
+            self._error(record, 401, "ExpiredAuthenticationToken",
+                        "The access token expiry UTC time is earlier than current UTC time.",
+                        {"WWW-Authenticate": challenge}, False)
+            return
+        try:
+            status, out_headers, payload = emu.dispatch(self.command, path, query, headers, raw)
+        except HTTPError as err:
+            self._error(record, err.status, err.code, err.message, err.headers, is_blob)
+            return
+        except Exception as err:  # pragma: no cover - emulator bug: answer 500 with the reason
+            self._error(record, 500, "EmulatorError", f"{type(err).__name__}: {err}", {}, is_blob)
+            return
+        record.status = status
+        self._send(status, out_headers, payload)
+
+    def _error(self, record: RecordedRequest, status: int, code: str, message: str,
+               headers: Dict[str, str], blob: bool) -> None:
+        record.status = status
+        ctype, payload = _error_payload(status, code, message, blob)
+        out = {"Content-Type": ctype, "x-ms-error-code": code}
+        out.update(headers)
+        self._send(status, out, b"" if self.command == "HEAD" else payload)
+
+    def _send(self, status: int, headers: Dict[str, str], payload: bytes) -> None:
+        self.send_response(status)
+        has_length = any(k.lower() == "content-length" for k in headers)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if not has_length:
+            self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-ms-request-id", str(uuid.uuid4()))
+        self.send_header("Date", self.date_time_string())
+        self.end_headers()
+        if payload and self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _reset(self) -> None:
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close_connection = True
+        try:
+            self.connection.close()
+        except OSError:
+            pass
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _handle
