@@ -3,7 +3,7 @@
     from tests.azure_emulator import AzureMLEmulator, make_ml_client
 """
 
-from .client import StaticTokenCredential, cloud_kwargs, make_ml_client
+from .client import AllowHttpOnLoopbackPolicy, StaticTokenCredential, cloud_kwargs, fake_jwt, make_ml_client
 from .faults import Fault, TokenExpiry
 from .server import (
     BLOB_CONTAINER,
@@ -20,7 +20,9 @@ from .server import (
 from .spec import SpecValidator, load_example, validate_job_body
 
 __all__ = [
+    "AllowHttpOnLoopbackPolicy",
     "AzureMLEmulator",
+    "fake_jwt",
     "BLOB_CONTAINER",
     "DEFAULT_SCRIPT",
     "Fault",

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
 from typing import Any, Iterable, List, Optional, Union
 
+from urllib.parse import urlsplit
+
 from azure.core.credentials import AccessToken, AccessTokenInfo
+from azure.core.pipeline import PipelineRequest
+from azure.core.pipeline.policies import HeadersPolicy
+
+
+def fake_jwt(audience: str = "https://management.azure.com/", tenant_id: str = "00000000-0000-0000-0000-0000000000aa",
+             expires_in: int = 3600, **claims: Any) -> str:
+    """An unsigned JWT (``alg: none``) with ``aud``/``tid``/``exp`` claims: the SDK decodes tokens
+    without verifying them (to append the tenant to studio URLs), the emulator never checks them."""
+
+    def part(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
+    now = int(time.time())
+    payload = {"aud": audience, "tid": tenant_id, "iat": now, "nbf": now, "exp": now + expires_in,
+               "oid": "00000000-0000-0000-0000-0000000000bb", "name": "dtrain emulator"}
+    payload.update(claims)
+    return part({"alg": "none", "typ": "JWT"}) + "." + part(payload) + ".c2ln"
 
 
 class StaticTokenCredential:
@@ -18,7 +39,9 @@ class StaticTokenCredential:
     the latter).
     """
 
-    def __init__(self, tokens: Union[str, Iterable[str]] = "emulator-token", expires_in: int = 3600) -> None:
+    def __init__(self, tokens: Union[str, Iterable[str], None] = None, expires_in: int = 3600) -> None:
+        if tokens is None:
+            tokens = fake_jwt(expires_in=expires_in)
         self._tokens: List[str] = [tokens] if isinstance(tokens, str) else list(tokens)
         if not self._tokens:
             raise ValueError("at least one token is needed")
@@ -46,6 +69,29 @@ class StaticTokenCredential:
         pass
 
 
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+class AllowHttpOnLoopbackPolicy(HeadersPolicy):
+    """A HeadersPolicy that also lets azure-core's bearer-token policy send tokens over plain http,
+    but only to a loopback host.
+
+    BearerTokenCredentialPolicy refuses non-https URLs unless the request context says
+    ``enforce_https=False``.  MLClient only passes that option on some calls (its operations get
+    ``enforce_https=False`` when the base URL is http, but e.g. the code-version hash lookup and
+    the run-history client do not), so a client-wide knob is needed.  Every azure-ai-ml service
+    client builds its pipeline from the same keyword arguments, with the headers policy placed
+    before the authentication policy, so passing ``headers_policy=AllowHttpOnLoopbackPolicy()`` to
+    MLClient reaches all of them.  It is a SansIO policy, so one instance can be shared safely.
+    """
+
+    def on_request(self, request: PipelineRequest) -> None:
+        url = urlsplit(request.http_request.url)
+        if url.scheme == "http" and (url.hostname or "") in _LOOPBACK_HOSTS:
+            request.context["enforce_https"] = False
+        super().on_request(request)
+
+
 def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None) -> dict:
     """The MLClient keyword arguments that point it at a custom resource-manager ``endpoint``.
 
@@ -70,14 +116,15 @@ def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None) -> dict:
     }
 
 
-def make_ml_client(emu: Any, token: Union[str, Iterable[str], Any] = "emulator-token", **kwargs: Any):
+def make_ml_client(emu: Any, token: Union[str, Iterable[str], Any, None] = None, **kwargs: Any):
     """A real MLClient for the emulator's workspace.  ``token`` is a token string, a list of tokens
-    (see :class:`StaticTokenCredential`) or a credential object.  Extra kwargs go to MLClient
+    (see :class:`StaticTokenCredential`), a credential object, or None for an unsigned fake JWT.  Extra kwargs go to MLClient
     (e.g. ``retry_total=3``)."""
     from azure.ai.ml import MLClient
 
     credential = token if hasattr(token, "get_token") else StaticTokenCredential(token)
     options = dict(cloud_kwargs(emu.url))
+    options["headers_policy"] = AllowHttpOnLoopbackPolicy()
     options.setdefault("show_progress", False)
     options.setdefault("enable_telemetry", False)
     options.update(kwargs)

@@ -9,7 +9,8 @@ from typing import Dict, Optional, Pattern
 
 # kinds
 STATUS = "status"  # answer with an HTTP error status (429, 500, 503, ...)
-RESET = "reset"  # close the connection without any response (TCP RST)
+RESET = "reset"  # close the connection without any response (TCP RST), before processing
+RESET_AFTER = "reset_after"  # process the request, then close the connection without answering
 SLOW = "slow"  # sleep, then answer normally
 
 

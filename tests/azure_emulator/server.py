@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
-from .faults import RESET, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
+from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .spec import SpecValidator, default_validator, validate_job_body
 
 SUBSCRIPTION_ID = "00000000-1111-2222-3333-444444444444"
@@ -330,9 +330,11 @@ class AzureMLEmulator:
         return self.fail(pattern, 429, count=count, method=method, retry_after=retry_after)
 
     def reset_connection(self, pattern: str, *, count: Optional[int] = 1, method: Optional[str] = None,
-                         skip: int = 0) -> Fault:
-        """Close the socket (RST) without answering."""
-        return self.add_fault(pattern, RESET, method=method, count=count, skip=skip)
+                         skip: int = 0, after_processing: bool = False) -> Fault:
+        """Close the socket (RST) without answering; with ``after_processing`` the request takes
+        effect first (the answer is lost, as when a connection drops mid-response)."""
+        return self.add_fault(pattern, RESET_AFTER if after_processing else RESET, method=method,
+                              count=count, skip=skip)
 
     def slow(self, pattern: str, seconds: float, *, count: Optional[int] = 1, method: Optional[str] = None) -> Fault:
         """Sleep ``seconds`` before answering normally."""
@@ -785,10 +787,15 @@ class AzureMLEmulator:
                        query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
         want_hash = query.get("hash")
         with self._lock:
-            items = [r for (nm, _), r in store.items() if nm == name]
-        if want_hash:
-            items = [r for r in items if (r["properties"].get("properties") or {}).get("hash_sha256") == want_hash
-                     or r.get("_hash") == want_hash]
+            if want_hash:
+                # content-hash lookup: the SDK asks under a fresh random name for anonymous code, and
+                # the service answers with any version in the workspace holding that content hash
+                items = [r for r in store.values()
+                         if str((r["properties"].get("properties") or {}).get("hash_sha256")) == want_hash
+                         and str((r["properties"].get("properties") or {}).get("hash_version"))
+                         == query.get("hashVersion", str((r["properties"].get("properties") or {}).get("hash_version")))]
+            else:
+                items = [r for (nm, _), r in store.items() if nm == name]
         items.sort(key=lambda r: r["systemData"]["createdAt"], reverse=True)
         top = query.get("$top")
         if top:
@@ -1170,7 +1177,7 @@ class _Handler(BaseHTTPRequestHandler):
             record.fault = f"slow {fault.delay}s"
             time.sleep(fault.delay)
             fault = None
-        if fault is not None:
+        if fault is not None and fault.kind == STATUS:
             record.fault = f"status {fault.status}"
             extra = dict(fault.headers)
             if fault.retry_after is not None:
@@ -1203,12 +1210,20 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             status, out_headers, payload = emu.dispatch(self.command, path, query, headers, raw)
         except HTTPError as err:
+            if fault is not None and fault.kind == RESET_AFTER:
+                record.status, record.fault = err.status, "reset after processing"
+                self._reset()
+                return
             self._error(record, err.status, err.code, err.message, err.headers, is_blob)
             return
         except Exception as err:  # pragma: no cover - emulator bug: answer 500 with the reason
             self._error(record, 500, "EmulatorError", f"{type(err).__name__}: {err}", {}, is_blob)
             return
         record.status = status
+        if fault is not None and fault.kind == RESET_AFTER:
+            record.fault = "reset after processing"
+            self._reset()
+            return
         self._send(status, out_headers, payload)
 
     def _error(self, record: RecordedRequest, status: int, code: str, message: str,

@@ -57,6 +57,7 @@ class JobInfo:
     url: str | None = None                # Studio URL, or the local job folder
     tags: dict = field(default_factory=dict)
     failure: FailureInfo | None = None
+    timed_out: bool = False               # ended by limits.timeout (exit 4, whatever the status)
 
     @property
     def terminal(self) -> bool:

@@ -72,7 +72,8 @@ class Str(Field):
         if self.max_len and len(v) > self.max_len:
             c.error(path, f"is {len(v)} characters long; at most {self.max_len} allowed", code="range")
         if self.pattern and not self.pattern.fullmatch(v):
-            c.error(path, f"'{v}' is not valid here", hint=self.pattern_hint, code="format")
+            what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
+            c.error(path, f"{what} '{v}' is not valid", hint=self.pattern_hint, code="format")
 
     def json(self):
         d = {"type": "string"}

@@ -1,0 +1,82 @@
+"""The Azure ML environment of each process, emulated on one host.
+
+`layout()` turns a spec into the processes Azure ML would start (rank, node, local rank) and the
+variables each one gets. Ports are written as templates (PORT_TEMPLATE.format(i)) and filled with free
+ports when the job starts (`render_ports`), so that a plan is a stable value (its hash does not change
+with the ports it happened to pick).
+
+What each framework gets is documented in docs/local-backend.md; keep the two in step.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+
+LOCALHOST = "127.0.0.1"
+PORT_TEMPLATE = "@@DTRAIN_PORT_{}@@"
+_PORT_RE = re.compile(r"@@DTRAIN_PORT_(\d+)@@")
+
+# Bash run by mpirun for every rank: the emulated node layout, then one log file per rank (Azure's
+# layout), then the user's command through a shell, as Azure runs it.
+#   $1 = processes per emulated node, $2 = user_logs folder, $3 = the command
+MPI_RANK_WRAPPER = r'''r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
+export OMPI_COMM_WORLD_LOCAL_RANK=$((r % $1)) OMPI_COMM_WORLD_LOCAL_SIZE=$1 OMPI_COMM_WORLD_NODE_RANK=$((r / $1)) AZ_BATCHAI_TASK_INDEX=$((r / $1))
+exec >>"$(printf '%s/std_log_process_%02d.txt' "$2" "$r")" 2>&1
+exec bash -c "$3"'''
+
+
+def log_name(rank: int) -> str:
+    return f"user_logs/std_log_process_{rank:02d}.txt"
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports free right now (bound to port 0 and released together so they differ)."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((LOCALHOST, 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.close()
+    return ports
+
+
+def render_ports(value: str, ports: list[int]) -> str:
+    return _PORT_RE.sub(lambda m: str(ports[int(m.group(1))]), value)
+
+
+def render_env(env: dict, ports: list[int]) -> dict:
+    return {k: render_ports(v, ports) for k, v in env.items()}
+
+
+def pytorch_env(*, rank: int, node: int, local_rank: int, nodes: int, ppn: int) -> dict:
+    return {
+        "MASTER_ADDR": LOCALHOST,
+        "MASTER_PORT": PORT_TEMPLATE.format(0),
+        "WORLD_SIZE": str(nodes * ppn),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(local_rank),
+        "NODE_RANK": str(node),
+    }
+
+
+def tf_config(*, workers: int, ps: int, role: str, index: int) -> str:
+    cluster = {"worker": [f"{LOCALHOST}:{PORT_TEMPLATE.format(i)}" for i in range(workers)]}
+    if ps:
+        cluster["ps"] = [f"{LOCALHOST}:{PORT_TEMPLATE.format(workers + i)}" for i in range(ps)]
+    return json.dumps({"cluster": cluster, "task": {"type": role, "index": index}, "environment": "cloud"},
+                      separators=(",", ":"))
+
+
+def mpi_launcher_env() -> dict:
+    return {
+        "AZ_BATCH_MASTER_NODE": f"{LOCALHOST}:{PORT_TEMPLATE.format(0)}",
+        "AZ_BATCHAI_MPI_MASTER_NODE": LOCALHOST,
+    }

@@ -1,0 +1,21 @@
+"""Job names generated the way Azure ML generates them: adjective_noun_<10 random [a-z0-9]>."""
+from __future__ import annotations
+
+import secrets
+import string
+
+_ADJ = ("amiable", "bold", "brave", "busy", "calm", "clever", "cool", "crisp", "eager", "epic", "frank",
+        "gentle", "great", "happy", "helpful", "honest", "jolly", "keen", "kind", "lively", "loyal", "lucid",
+        "mighty", "modest", "neat", "nice", "patient", "plucky", "polite", "proud", "quiet", "quirky",
+        "shy", "silly", "sincere", "stoic", "sunny", "sweet", "tender", "tidy", "upbeat", "witty", "zen")
+_NOUN = ("apple", "arch", "bear", "bird", "boat", "brush", "cactus", "camel", "car", "cat", "cheetah",
+         "coconut", "corn", "cup", "date", "dog", "drain", "fig", "fish", "garden", "grape", "hamster",
+         "kettle", "kitten", "leek", "lemon", "lime", "lion", "mango", "monkey", "napkin", "nail", "oil",
+         "onion", "owl", "pear", "pencil", "pin", "plum", "rabbit", "river", "salt", "seal", "soca",
+         "spoon", "tail", "tomato", "tongue", "train", "truck", "vase", "yacht", "yak", "zebra")
+_ALNUM = string.ascii_lowercase + string.digits
+
+
+def generate_name() -> str:
+    suffix = "".join(secrets.choice(_ALNUM) for _ in range(10))
+    return f"{secrets.choice(_ADJ)}_{secrets.choice(_NOUN)}_{suffix}"

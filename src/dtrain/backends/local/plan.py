@@ -1,0 +1,287 @@
+"""LocalPlan: what `submit --local` would run, as a value (no files written, nothing started)."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import UsageError
+from ...spec.model import JobSpec, is_remote_ref
+from ..base import SubmitOptions
+from . import env as _env
+from .names import generate_name
+from .store import jobs_root, valid_name
+
+MPI_INSTALL_HINT = "install Open MPI: `apt-get install -y openmpi-bin` (Debian/Ubuntu) or `dnf install openmpi`"
+
+_REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_][\w-]*)\s*\}\}")
+_OPTIONAL = re.compile(r"\$\[\[(.*?)\]\]", re.S)
+
+
+@dataclass
+class LocalProcess:
+    """One OS process the supervisor starts."""
+
+    argv: list
+    env: dict                  # added on top of the submitting shell's environment (ports as templates)
+    cwd: str
+    log: str                   # relative to the job folder
+    rank: int | None = None    # global rank; None for the mpirun launcher
+    node: int | None = None
+    local_rank: int | None = None
+    role: str = "process"      # process | worker | ps | launcher
+
+    def to_dict(self, ports: list | None = None) -> dict:
+        d = {"rank": self.rank, "node": self.node, "local_rank": self.local_rank, "role": self.role,
+             "argv": list(self.argv), "cwd": self.cwd, "log": self.log, "env": dict(self.env)}
+        if ports is not None:
+            d["env"] = _env.render_env(d["env"], ports)
+            d["argv"] = [_env.render_ports(a, ports) for a in d["argv"]]
+        return d
+
+
+@dataclass
+class LocalPlan:
+    name: str
+    job_dir: str
+    framework: str             # pytorch | tensorflow | mpi | none
+    nodes: int
+    processes_per_node: int
+    command: str               # after ${{inputs.*}} / ${{outputs.*}} substitution
+    processes: list            # [LocalProcess]
+    ranks: list                # [{"rank", "node", "local_rank", "role", "log"}]: one per rank (log source)
+    n_ports: int = 0
+    ports: list = field(default_factory=list)     # picked at plan time, for display; re-picked at start
+    code: str | None = None    # the local code folder/file copied into snapshot/
+    inputs: dict = field(default_factory=dict)    # name -> literal or absolute local path
+    outputs: dict = field(default_factory=dict)   # name -> absolute path in the job folder
+    output_dirs: list = field(default_factory=list)
+    timeout: int | None = None
+    experiment_name: str | None = None
+    display_name: str | None = None
+    tags: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    spec_source: str | None = None
+    backend: str = "local"
+
+    def to_dict(self, *, templates: bool = False) -> dict:
+        ports = None if templates else self.ports
+        return {
+            "backend": self.backend, "name": self.name, "job_dir": self.job_dir, "framework": self.framework,
+            "nodes": self.nodes, "processes_per_node": self.processes_per_node, "command": self.command,
+            "processes": [p.to_dict(ports) for p in self.processes],
+            "ranks": copy.deepcopy(self.ranks), "n_ports": self.n_ports, "ports": list(self.ports),
+            "code": self.code, "inputs": dict(self.inputs), "outputs": dict(self.outputs),
+            "output_dirs": list(self.output_dirs), "timeout": self.timeout,
+            "experiment_name": self.experiment_name, "display_name": self.display_name,
+            "tags": dict(self.tags), "notes": list(self.notes), "spec_source": self.spec_source,
+        }
+
+    def plan_hash(self) -> str:
+        """Identity of the job for idempotent resubmits: everything but the ports picked and the notes."""
+        d = self.to_dict(templates=True)
+        for k in ("ports", "notes"):
+            d.pop(k, None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LocalPlan":
+        procs = [LocalProcess(argv=p["argv"], env=p["env"], cwd=p["cwd"], log=p["log"], rank=p.get("rank"),
+                              node=p.get("node"), local_rank=p.get("local_rank"), role=p.get("role", "process"))
+                 for p in d["processes"]]
+        kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
+                                    "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
+                                    "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source")}
+        for k in ("inputs", "outputs", "tags"):
+            kw[k] = kw[k] or {}
+        for k in ("ports", "notes", "output_dirs"):
+            kw[k] = kw[k] or []
+        return cls(processes=procs, **kw)
+
+
+def _literal(v) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return "" if v is None else str(v)
+
+
+def _resolve_inputs(spec: JobSpec, options: SubmitOptions) -> dict:
+    inputs = spec.inputs
+    mapped = dict(options.input_paths or {})
+    unknown = sorted(set(mapped) - set(inputs))
+    if unknown:
+        raise UsageError(f"--input {unknown[0]}=...: the spec has no input named '{unknown[0]}'",
+                         hint=("inputs are: " + ", ".join(sorted(inputs))) if inputs else "the spec has no inputs")
+    out = {}
+    for name, inp in inputs.items():
+        if name in mapped:
+            p = Path(str(mapped[name])).expanduser()
+            p = (Path.cwd() / p).resolve() if not p.is_absolute() else p.resolve()
+            if not p.exists():
+                raise UsageError(f"--input {name}={mapped[name]}: no such file or folder")
+            out[name] = str(p)
+            continue
+        if inp.is_literal:
+            out[name] = _literal(inp.value)
+            continue
+        path = inp.path
+        if not path:
+            raise UsageError(f"input '{name}' has no path", hint=f"give one locally with --input {name}=PATH")
+        if is_remote_ref(path) or path.lower().startswith(("azureml", "wasb", "abfs", "adl:", "s3:", "gs:")):
+            raise UsageError(
+                f"input '{name}' ({path}) can only be resolved by Azure ML; the local backend cannot read it",
+                hint=f"map it to a local copy: dtrain submit ... --local --input {name}=/path/to/local/data")
+        local = path[len("file:"):] if path.startswith("file:") else path
+        if local.startswith("//"):
+            local = local[1:]
+        p = (spec.base_dir / local).resolve()
+        if not p.exists():
+            raise UsageError(f"input '{name}': local path '{path}' does not exist (resolved to {p})",
+                             hint=f"fix the path, or map it with --input {name}=PATH")
+        out[name] = str(p)
+    return out
+
+
+def _substitute(text: str, inputs: dict, outputs: dict) -> str:
+    def opt(m):
+        refs = _REF.findall(m.group(1))
+        present = all((kind == "inputs" and n in inputs) or (kind == "outputs" and n in outputs) for kind, n in refs)
+        return m.group(1) if present else ""
+
+    text = _OPTIONAL.sub(opt, text)
+
+    def one(m):
+        kind, n = m.group(1), m.group(2)
+        table = inputs if kind == "inputs" else outputs
+        if n not in table:
+            raise UsageError(f"`${{{{{kind}.{n}}}}}` names no {kind[:-1]} of this job")
+        return table[n]
+
+    return _REF.sub(one, text)
+
+
+def check_mpirun() -> str:
+    exe = shutil.which("mpirun")
+    if not exe:
+        raise UsageError("distribution type mpi runs under mpirun, and mpirun is not installed here",
+                         hint=MPI_INSTALL_HINT)
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UsageError(f"mpirun ({exe}) does not run: {exc}", hint=MPI_INSTALL_HINT) from None
+    if "Open MPI" not in out and "OpenRTE" not in out:
+        first = (out.strip().splitlines() or ["unknown"])[0]
+        raise UsageError(f"the local MPI backend needs Open MPI's mpirun; {exe} is '{first}'",
+                         hint=MPI_INSTALL_HINT)
+    return exe
+
+
+def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) -> LocalPlan:
+    name = options.name or spec.name or generate_name()
+    if not valid_name(name):
+        raise UsageError(f"job name '{name}' is not valid",
+                         hint="use letters, digits, '_' and '-' (starting with a letter or digit), at most 255")
+    job_dir = jobs_root(home) / name
+    d = spec.distribution
+    kind = d.type if d else "none"
+    nodes = spec.instance_count
+
+    inputs = _resolve_inputs(spec, options)
+    outputs, output_dirs = {}, []
+    for oname, o in spec.outputs.items():
+        if o.type == "uri_file":
+            outputs[oname] = str(job_dir / "outputs" / oname)
+            output_dirs.append(str(job_dir / "outputs"))
+        else:
+            outputs[oname] = str(job_dir / "outputs" / oname)
+            output_dirs.append(outputs[oname])
+    command = _substitute(spec.command, inputs, outputs)
+
+    # Variables every process gets (Azure's), then the spec's environment_variables (refs resolved).
+    common = {"AZUREML_RUN_ID": name, "AZUREML_NODE_COUNT": str(nodes)}
+    for k, v in inputs.items():
+        common[f"AZURE_ML_INPUT_{k}"] = v
+    for k, v in outputs.items():
+        common[f"AZURE_ML_OUTPUT_{k}"] = v
+    user_env = {k: _substitute(v, inputs, outputs) for k, v in spec.environment_variables.items()}
+    if "PYTHONUNBUFFERED" not in user_env and "PYTHONUNBUFFERED" not in os.environ:
+        common["PYTHONUNBUFFERED"] = "1"
+
+    cwd = str(job_dir / "snapshot")
+    shell = ["bash", "-c", command]
+    processes, ranks, n_ports = [], [], 0
+
+    def add(rank, node, local_rank, role, extra):
+        env = {**common, **user_env, "AZ_BATCHAI_TASK_INDEX": str(node), **extra}
+        processes.append(LocalProcess(argv=list(shell), env=env, cwd=cwd, log=_env.log_name(rank), rank=rank,
+                                      node=node, local_rank=local_rank, role=role))
+        ranks.append({"rank": rank, "node": node, "local_rank": local_rank, "role": role,
+                      "log": _env.log_name(rank)})
+
+    if kind == "pytorch":
+        ppn = d.process_count_per_instance or 1
+        n_ports = 1
+        for node in range(nodes):
+            for lr in range(ppn):
+                r = node * ppn + lr
+                add(r, node, lr, "process", _env.pytorch_env(rank=r, node=node, local_rank=lr, nodes=nodes, ppn=ppn))
+    elif kind == "tensorflow":
+        workers = d.worker_count or nodes
+        ps = d.parameter_server_count or 0
+        total = workers + ps
+        ppn = max(1, -(-total // nodes))
+        n_ports = total
+        for i in range(total):
+            role, index = ("worker", i) if i < workers else ("ps", i - workers)
+            add(i, i // ppn, i % ppn, role, {"TF_CONFIG": _env.tf_config(workers=workers, ps=ps, role=role, index=index)})
+    elif kind == "mpi":
+        ppn = d.process_count_per_instance or 1
+        exe = check_mpirun()
+        n_ports = 1
+        argv = [exe]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            argv.append("--allow-run-as-root")
+        argv += ["--oversubscribe", "--bind-to", "none", "-np", str(nodes * ppn),
+                 "bash", "-c", _env.MPI_RANK_WRAPPER, "dtrain-rank", str(ppn), str(job_dir / "user_logs"), command]
+        env = {**common, **user_env, **_env.mpi_launcher_env()}
+        processes.append(LocalProcess(argv=argv, env=env, cwd=cwd, log="system_logs/launcher.txt", role="launcher"))
+        for r in range(nodes * ppn):
+            ranks.append({"rank": r, "node": r // ppn, "local_rank": r % ppn, "role": "rank", "log": _env.log_name(r)})
+    elif kind == "ray":
+        raise UsageError("distribution type ray is not supported by the local backend",
+                         hint="run it on Azure ML (drop --local / compute: local), or start ray yourself in `command`")
+    else:
+        ppn = 1
+        for node in range(nodes):       # Azure runs a non-distributed command once on every node
+            add(node, node, 0, "process", {})
+
+    notes = []
+    if spec.environment:
+        envname = spec.environment if isinstance(spec.environment, str) else "the inline environment"
+        py = shutil.which("python") or shutil.which("python3") or sys.executable
+        notes.append(f"environment {envname} is not used locally (no Docker): the command runs with this "
+                     f"machine's python ({py}) and PATH")
+
+    code_src = spec.code_path()
+    if spec.code and code_src is None:
+        raise UsageError(f"code '{spec.code}' is remote; the local backend needs a local code folder",
+                         hint="point `code:` at a local folder")
+
+    return LocalPlan(
+        name=name, job_dir=str(job_dir), framework=kind, nodes=nodes,
+        processes_per_node=(ppn if kind != "tensorflow" else max(1, -(-len(ranks) // nodes))),
+        command=command, processes=processes, ranks=ranks, n_ports=n_ports, ports=_env.free_ports(n_ports),
+        code=str(code_src) if code_src else None, inputs=inputs, outputs=outputs,
+        output_dirs=sorted(set(output_dirs)), timeout=spec.timeout,
+        experiment_name=options.experiment_name or spec.data.get("experiment_name"),
+        display_name=spec.data.get("display_name"),
+        tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
+        spec_source=str(spec.source) if spec.source else None,
+    )

@@ -1,0 +1,95 @@
+"""Local job state on disk: $DTRAIN_HOME/jobs/<name>/.
+
+Layout of one job folder (paths relative to it):
+
+  state.json                 the job's state (written atomically: temp file + fsync + os.replace)
+  plan.json                  the plan that was submitted (LocalPlan.to_dict())
+  snapshot/                  the copy of `code` the command runs from (its working directory)
+  outputs/<name>/            one folder per output (${{outputs.<name>}})
+  user_logs/std_log_process_NN.txt   one log per process, Azure's layout
+  system_logs/               supervisor.txt (the supervisor's own log), launcher.txt (mpirun)
+  .lock                      flock(2) taken by every read-modify-write of state.json
+
+Readers never lock: a reader sees the old file or the new one, never a partial one.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+STATE = "state.json"
+PLAN = "plan.json"
+LOCK = ".lock"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
+
+
+def dtrain_home() -> Path:
+    return Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve()
+
+
+def jobs_root(home: Path | None = None) -> Path:
+    return (home or dtrain_home()) / "jobs"
+
+
+def valid_name(name: str) -> bool:
+    return bool(_NAME_RE.match(name or ""))
+
+
+def atomic_write_json(path: Path, data) -> None:
+    """Write JSON so that a concurrent reader sees either the old or the new content, never a mix."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    # Make the rename itself durable.
+    with contextlib.suppress(OSError):
+        dfd = os.open(str(path.parent), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def read_json(path: Path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_state(job_dir: Path) -> dict:
+    return read_json(Path(job_dir) / STATE)
+
+
+@contextlib.contextmanager
+def locked(job_dir: Path):
+    """Exclusive lock for a read-modify-write of state.json (supervisor, cancel, status repair)."""
+    fd = os.open(str(Path(job_dir) / LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def update_state(job_dir: Path, fn) -> dict:
+    """Apply fn(state) -> None under the lock and write the result atomically. Returns the new state."""
+    with locked(job_dir):
+        state = read_state(job_dir)
+        fn(state)
+        atomic_write_json(Path(job_dir) / STATE, state)
+        return state

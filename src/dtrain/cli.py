@@ -1,0 +1,421 @@
+"""The dtrain command line. Commands stay thin: they read specs through dtrain.spec, act through a
+backend, and print through dtrain.output. main() is the one error boundary."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+from .errors import DtrainError, UsageError
+from .exitcodes import HELP_TEXT, ExitCode
+
+_state = {"debug": False}
+
+app = typer.Typer(
+    name="dtrain",
+    help="Validate, render and run Azure ML command jobs (PyTorch, TensorFlow, MPI), locally or on "
+         "Azure ML.\n\n" + HELP_TEXT,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+SetOpt = typer.Option(None, "--set", metavar="PATH=VALUE",
+                      help="Override a spec value, as `az ml job create --set` does (repeatable).")
+OutputOpt = typer.Option("text", "--output", "-o", help="text or json.")
+
+
+def _version(value: bool):
+    if value:
+        print(f"dtrain {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+):
+    _state["debug"] = debug
+
+
+def _check_output(value: str, allowed=("text", "json")) -> str:
+    if value not in allowed:
+        raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'")
+    return value
+
+
+# --- spec commands ------------------------------------------------------------------------------
+
+@app.command()
+def validate(
+    specs: List[str] = typer.Argument(..., metavar="SPEC...", help="Job YAML files."),
+    set_: Optional[List[str]] = SetOpt,
+    output: str = OutputOpt,
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
+):
+    """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
+    from .errors import SpecError
+    from .output import err, out_json, print_diagnostics, summary_line
+    from .spec.validate import load_spec
+
+    _check_output(output)
+    results, failed = [], False
+    for path in specs:
+        try:
+            _, diags = load_spec(path, set_)
+            ok = not (strict and any(d.severity == "warning" for d in diags))
+        except SpecError as exc:
+            diags, ok = exc.diagnostics, False
+        failed |= not ok
+        results.append({"file": path, "valid": ok, "diagnostics": [d.to_dict() for d in diags]})
+        if output == "text":
+            print_diagnostics(diags)
+            err(f"{path}: {'ok' if ok else 'invalid'} ({summary_line(diags)})")
+    if output == "json":
+        out_json(results if len(results) > 1 else results[0])
+    raise typer.Exit(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+@app.command()
+def render(
+    spec: str = typer.Argument(..., metavar="SPEC"),
+    format: str = typer.Option("yaml", "--format", "-f", help="yaml (for az ml job create --file) or rest "
+                               "(the JSON body of the job PUT)."),
+    set_: Optional[List[str]] = SetOpt,
+    local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
+                               "process with its command and environment."),
+    name: Optional[str] = typer.Option(None, "--name", help="Job name to render with."),
+    input_: Optional[List[str]] = typer.Option(None, "--input", metavar="NAME=PATH",
+                                               help="Local path for an input (with --local)."),
+):
+    """Print exactly what would be submitted. No side effects."""
+    from .output import out, out_json
+
+    if format not in ("yaml", "rest"):
+        raise UsageError(f"--format must be yaml or rest, not '{format}'")
+    spec_obj = _load(spec, set_)
+    if local:
+        backend = _get_backend("local")
+        out_json(backend.plan(spec_obj, _submit_options(name, input_)).to_dict())
+        return
+    from .spec import render as r
+
+    if format == "rest":
+        out_json(r.rest_document(spec_obj, name=name))
+    else:
+        out(r.to_yaml(spec_obj, name=name))
+
+
+@app.command()
+def schema():
+    """Print the JSON Schema of the job spec (for editor completion)."""
+    from .output import out_json
+    from .spec.schema import json_schema
+
+    out_json(json_schema())
+
+
+# --- job commands -------------------------------------------------------------------------------
+
+@app.command()
+def submit(
+    spec: str = typer.Argument(..., metavar="SPEC"),
+    local: bool = typer.Option(False, "--local", help="Run on this machine (N nodes x P processes emulated)."),
+    wait: bool = typer.Option(False, "--wait", help="Follow the job to the end; exit by its outcome."),
+    name: Optional[str] = typer.Option(None, "--name", help="Job name (resubmitting the same spec under the "
+                                       "same name follows the existing job)."),
+    set_: Optional[List[str]] = SetOpt,
+    input_: Optional[List[str]] = typer.Option(None, "--input", metavar="NAME=PATH",
+                                               help="Local path for an input only Azure can resolve (local runs)."),
+    output: str = OutputOpt,
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="With --wait: stop waiting after S seconds "
+                                            "(exit 4; the job keeps running)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="With --wait: do not stream logs."),
+):
+    """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome."""
+    from .output import note, out, out_json
+
+    _check_output(output)
+    spec_obj = _load(spec, set_)
+    backend = _get_backend("local" if (local or spec_obj.is_local_compute) else "azureml")
+    plan = backend.plan(spec_obj, _submit_options(name, input_))
+    for n in getattr(plan, "notes", ()) or ():
+        note(n)
+    info = backend.submit(plan)
+    if not wait:
+        if output == "json":
+            out_json(info.to_dict())
+        else:
+            out(info.name)
+            if info.url:
+                note(f"{info.url}")
+        return
+    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet, submitted=info)
+
+
+@app.command()
+def status(
+    name: str = typer.Argument(..., metavar="NAME"),
+    output: str = OutputOpt,
+    local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+):
+    """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
+    from .output import out, out_json
+
+    _check_output(output)
+    info = _backend_for(name, local).status(name)
+    if output == "json":
+        out_json(info.to_dict())
+    else:
+        out(f"{info.name}\t{info.status}")
+        _print_failure(info)
+
+
+@app.command()
+def logs(
+    name: str = typer.Argument(..., metavar="NAME"),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends."),
+    rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
+    output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
+    local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+):
+    """Print every rank's logs, each line prefixed with its node and rank."""
+    from .output import log_prefix, out, out_jsonl
+
+    _check_output(output, ("text", "jsonl"))
+    backend = _backend_for(name, local)
+    for line in backend.logs(name, follow=follow, rank=rank):
+        if output == "jsonl":
+            out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
+        else:
+            out(log_prefix(line, 5) + line.text)
+
+
+@app.command("list")
+def list_(
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="Only jobs of this experiment."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="K=V", help="Only jobs with this tag."),
+    limit: int = typer.Option(50, "--limit", help="At most this many jobs, newest first."),
+    local: bool = typer.Option(False, "--local", help="Local jobs only."),
+    output: str = OutputOpt,
+):
+    """List jobs, newest first."""
+    from .output import out, out_json
+
+    _check_output(output)
+    tags = _pairs(tag, "--tag")
+    backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
+    infos = backend.list(experiment=experiment, tags=tags, limit=limit)
+    if output == "json":
+        out_json([i.to_dict() for i in infos])
+        return
+    for i in infos:
+        shape = f"{i.nodes}x{i.processes_per_node}"
+        out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}")
+
+
+@app.command()
+def cancel(
+    name: str = typer.Argument(..., metavar="NAME"),
+    local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+    output: str = OutputOpt,
+):
+    """Cancel a job: every process of it is stopped."""
+    from .output import out, out_json
+
+    _check_output(output)
+    info = _backend_for(name, local).cancel(name)
+    if output == "json":
+        out_json(info.to_dict())
+    else:
+        out(f"{info.name}\t{info.status}")
+
+
+@app.command("wait")
+def wait_(
+    names: List[str] = typer.Argument(..., metavar="NAME..."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4)."),
+    local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+    output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
+):
+    """Wait for jobs to end; exit with the worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 <
+    infrastructure 5 < lost 7)."""
+    _check_output(output, ("text", "jsonl"))
+    _follow(names, None, output=output, timeout=timeout, stream=False, local=local)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+def _load(path: str, sets):
+    from .output import print_diagnostics
+    from .spec.validate import load_spec
+
+    spec, diags = load_spec(path, sets)
+    print_diagnostics([d for d in diags if d.severity != "note"])
+    return spec
+
+
+def _get_backend(name: str):
+    from .backends import get_backend
+
+    return get_backend(name)
+
+
+def _backend_for(name: str, local: bool):
+    lb = _get_backend("local")
+    if local or lb.knows(name):
+        return lb
+    if not _azure_configured():
+        from .errors import JobNotFound
+
+        raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
+                          hint="`dtrain list --local` shows local jobs; see docs/azure.md to configure a workspace")
+    return _get_backend("azureml")
+
+
+def _azure_configured() -> bool:
+    from .backends.workspace import azure_configured
+
+    return azure_configured()
+
+
+def _pairs(items, flag: str) -> dict:
+    outp = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"{flag} '{item}' has no '='", hint=f"write {flag} NAME=VALUE")
+        k, _, v = item.partition("=")
+        outp[k.strip()] = v
+    return outp
+
+
+def _submit_options(name, inputs):
+    from .backends.base import SubmitOptions
+
+    if name is not None:
+        import re
+
+        from .spec.schema import JOB_NAME_HINT, JOB_NAME_PATTERN
+
+        if not re.fullmatch(JOB_NAME_PATTERN, name):
+            raise UsageError(f"--name '{name}' is not a valid job name", hint=JOB_NAME_HINT)
+    paths = {k: os.path.abspath(v) for k, v in _pairs(inputs, "--input").items()}
+    return SubmitOptions(name=name, input_paths=paths)
+
+
+def _print_failure(info) -> None:
+    from .output import err, paint
+
+    f = info.failure
+    if not f:
+        return
+    who = f"rank {f.rank}" if f.rank is not None else "the job"
+    code = f" (exit code {f.exit_code})" if f.exit_code is not None else ""
+    err(f"{paint('failed', '31')}: {who}{code}: {f.message}")
+    for line in (f.traceback or f.last_lines)[-20:]:
+        err(f"    {line}")
+
+
+def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=None, local: bool = False):
+    from . import follow
+    from .output import err, log_prefix, note, out, out_jsonl
+
+    backends = {n: (backend or _backend_for(n, local)) for n in names}
+
+    def on_change(info):
+        if output == "jsonl":
+            out_jsonl({"event": "status", "job": info.name, "status": info.status})
+        else:
+            err(f"{info.name}: {info.status}")
+
+    try:
+        if stream and len(names) == 1:
+            n = names[0]
+
+            def on_line(line):
+                if output == "json":
+                    return
+                out(log_prefix(line, 5) + line.text)
+
+            final = {n: follow.stream_until_done(backends[n], n, on_line, timeout)}
+        else:
+            final = follow.wait_all(backends, timeout, on_change if output != "json" else None)
+    except follow.WaitTimeout as exc:
+        err(f"timed out after {timeout:g} s waiting; the job keeps running")
+        note("re-attach with `dtrain wait " + " ".join(names) + "`")
+        raise typer.Exit(ExitCode.TIMEOUT) from None
+    except KeyboardInterrupt:
+        err("interrupted; the job keeps running")
+        note("re-attach with `dtrain wait " + " ".join(names) + "`, stop it with `dtrain cancel NAME`")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    for info in final.values():
+        if output == "json":
+            from .output import out_json
+
+            out_json(info.to_dict())
+        elif output == "text":
+            err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
+        _print_failure(info)
+    raise typer.Exit(follow.worst(follow.outcome(i) for i in final.values()))
+
+
+def main(argv=None) -> int:
+    """Entry point and the one error boundary: our errors print one message (and hint) on stderr."""
+    import click
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        rv = app(args=argv, prog_name="dtrain", standalone_mode=False)
+        return int(rv or 0)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except DtrainError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        from .errors import SpecError
+        from .output import error, print_diagnostics, summary_line
+
+        if isinstance(exc, SpecError):
+            print_diagnostics(exc.diagnostics)
+            error(f"{exc.message} ({summary_line(exc.diagnostics)}); nothing was submitted")
+        else:
+            error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        from .output import error
+
+        error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except click.exceptions.ClickException as exc:
+        from .output import error
+
+        error(exc.format_message(), "run `dtrain --help` or `dtrain COMMAND --help`")
+        return int(ExitCode.INVALID)
+    except KeyboardInterrupt:
+        from .output import error
+
+        error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a dtrain bug: say so, briefly
+        if debug:
+            raise
+        from .output import error
+
+        error(f"internal error: {type(exc).__name__}: {exc}",
+              "this is a dtrain bug; rerun with --debug for the traceback and report it")
+        return 70
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Following jobs to the end, for any backend: wait for one or many, stream every rank's logs, and
+turn the outcome into the exit-code contract."""
+from __future__ import annotations
+
+import time
+
+from .backends.base import Backend, JobInfo
+from .exitcodes import ExitCode, exit_code_for_status
+
+# Worst last: `dtrain wait A B` exits with the worst outcome of all.
+_SEVERITY = [ExitCode.OK, ExitCode.CANCELED, ExitCode.JOB_FAILED, ExitCode.TIMEOUT, ExitCode.INFRA,
+             ExitCode.LOST]
+
+
+def worst(codes) -> ExitCode:
+    codes = list(codes) or [ExitCode.OK]
+    return max(codes, key=lambda c: _SEVERITY.index(c) if c in _SEVERITY else len(_SEVERITY))
+
+
+def outcome(info: JobInfo) -> ExitCode:
+    if info.timed_out:
+        return ExitCode.TIMEOUT
+    return exit_code_for_status(info.status)
+
+
+class Poller:
+    """Polling intervals that back off to a cap and reset when something changes."""
+
+    def __init__(self, first: float = 0.2, cap: float = 5.0, factor: float = 1.5):
+        self.first, self.cap, self.factor = first, cap, factor
+        self.delay = first
+
+    def changed(self) -> None:
+        self.delay = self.first
+
+    def sleep(self, deadline: float | None = None, at_least: float | None = None) -> None:
+        d = max(self.delay, at_least or 0.0)
+        if deadline is not None:
+            d = max(0.0, min(d, deadline - time.monotonic()))
+        time.sleep(d)
+        self.delay = min(self.cap, self.delay * self.factor)
+
+
+class WaitTimeout(Exception):
+    def __init__(self, infos):
+        self.infos = infos
+
+
+def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> dict:
+    """Wait until every job is terminal. backends: name -> Backend. Returns name -> final JobInfo.
+    on_change(info) is called on each status change. Raises WaitTimeout when `timeout` passes."""
+    deadline = time.monotonic() + timeout if timeout else None
+    last: dict = {}
+    poll = Poller()
+    while True:
+        pending = [n for n in backends if n not in last or not last[n].terminal]
+        for name in pending:
+            info = backends[name].status(name)
+            if name not in last or last[name].status != info.status:
+                poll.changed()
+                if on_change:
+                    on_change(info)
+            last[name] = info
+        if all(i.terminal for i in last.values()):
+            return last
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout(last)
+        poll.sleep(deadline)
+
+
+def stream_until_done(backend: Backend, name: str, on_line, timeout: float | None = None,
+                      rank: int | None = None) -> JobInfo:
+    """Stream every rank's lines while the job runs, drain what is left, return the final status."""
+    deadline = time.monotonic() + timeout if timeout else None
+    for line in backend.logs(name, follow=True, rank=rank):
+        on_line(line)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout({name: backend.status(name)})
+    info = backend.status(name)
+    if not info.terminal:  # logs ended early (e.g. no logs at all): keep waiting on status
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        info = wait_all({name: backend}, remaining)[name]
+    return info
