@@ -365,18 +365,24 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=Non
     raise typer.Exit(follow.worst(follow.outcome(i) for i in final.values()))
 
 
+def _click_exceptions():
+    """Typer >= 0.26 vendors click as typer._click; older releases use click itself."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import exceptions
+    return exceptions
+
+
 def main(argv=None) -> int:
     """Entry point and the one error boundary: our errors print one message (and hint) on stderr."""
-    import click
-
+    click = _click_exceptions()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
         rv = app(args=argv, prog_name="dtrain", standalone_mode=False)
         return int(rv or 0)
     except typer.Exit as exc:
-        return int(exc.exit_code)
-    except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except DtrainError as exc:
         if debug:
@@ -392,13 +398,17 @@ def main(argv=None) -> int:
         else:
             error(exc.message, exc.hint)
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         from .output import error
 
         error("interrupted")
         return int(ExitCode.INTERRUPTED)
-    except click.exceptions.ClickException as exc:
-        from .output import error
+    except click.ClickException as exc:
+        from .output import err, error
+
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `dtrain`: the help, not an error
+            err(exc.format_message())
+            return int(ExitCode.INVALID)
 
         error(exc.format_message(), "run `dtrain --help` or `dtrain COMMAND --help`")
         return int(ExitCode.INVALID)

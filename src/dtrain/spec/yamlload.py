@@ -142,7 +142,7 @@ class _Builder:
             kpath = path + (key,)
             line = key_node.start_mark.line + 1
             if key in seen:
-                self.locations[kpath + ("<dup>",)] = (line, key_node.start_mark.column + 1)
+                self.diags.locations[kpath + ("<dup>",)] = (line, key_node.start_mark.column + 1)
                 self.diags.error(kpath + ("<dup>",), f"duplicate key '{key}' (first at line {seen[key]})",
                                  hint="YAML keeps only the last one; delete one of them", code="duplicate-key")
             seen[key] = line

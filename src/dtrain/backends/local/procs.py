@@ -41,9 +41,6 @@ def child_preexec(parent_pid: int, deathsig: int = signal.SIGKILL):
         _prctl(PR_SET_PDEATHSIG, int(deathsig))
         if os.getppid() != parent_pid:      # the parent died before prctl took effect
             os._exit(137)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
     return _pre
 

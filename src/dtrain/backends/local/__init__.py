@@ -1,0 +1,273 @@
+"""The local backend: runs a job on this machine as Azure ML would run it on a cluster.
+
+N emulated nodes x P processes, each with the environment Azure ML gives it, detached under a
+supervisor (see supervisor.py), with state and logs under $DTRAIN_HOME/jobs/<name>/ (see store.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from ...errors import JobNotFound, UsageError
+from ...spec.model import JobSpec
+from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from . import procs
+from .ignore import snapshot
+from .logs import follow_logs
+from .plan import LocalPlan, LocalProcess, build_plan
+from .store import PLAN, STATE, atomic_write_json, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
+
+__all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
+
+# A job whose supervisor was never recorded is considered lost after this long.
+_START_GRACE_S = 60.0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, home: str | os.PathLike | None = None):
+        self._home = Path(home).resolve() if home else None
+        self._children: dict[str, subprocess.Popen] = {}
+
+    @property
+    def home(self) -> Path:
+        return self._home or dtrain_home()
+
+    def _dir(self, name: str) -> Path:
+        if not valid_name(name):
+            raise JobNotFound(f"no local job named '{name}'")
+        return jobs_root(self.home) / name
+
+    # --- plan / submit ---------------------------------------------------------------------------
+    def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> LocalPlan:
+        return build_plan(spec, options or SubmitOptions(), self.home)
+
+    def submit(self, plan: LocalPlan) -> JobInfo:
+        target = Path(plan.job_dir)
+        root = target.parent
+        root.mkdir(parents=True, exist_ok=True)
+        phash = plan.plan_hash()
+        if (target / STATE).exists():
+            return self._existing(plan, phash)
+        staging = root / f".staging-{plan.name}-{secrets.token_hex(4)}"
+        staging.mkdir()
+        try:
+            (staging / "user_logs").mkdir()
+            (staging / "system_logs").mkdir()
+            if plan.code:
+                snapshot(Path(plan.code), staging / "snapshot")
+            else:
+                (staging / "snapshot").mkdir()
+            for d in plan.output_dirs:
+                p = Path(d)
+                with contextlib.suppress(ValueError):
+                    (staging / p.relative_to(target)).mkdir(parents=True, exist_ok=True)
+            atomic_write_json(staging / PLAN, plan.to_dict(templates=True))
+            state = {
+                "name": plan.name, "status": "Queued", "created": _now(), "started": None, "ended": None,
+                "experiment_name": plan.experiment_name, "display_name": plan.display_name,
+                "tags": plan.tags, "nodes": plan.nodes, "processes_per_node": plan.processes_per_node,
+                "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
+                "supervisor": None, "processes": [], "failure": None, "timed_out": False,
+                "cancel_requested": False,
+            }
+            atomic_write_json(staging / STATE, state)
+            os.rename(staging, target)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            if (target / STATE).exists():         # another submit of the same name won the race
+                return self._existing(plan, phash)
+            raise
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        self._start_supervisor(target)
+        return self.status(plan.name)
+
+    def _existing(self, plan: LocalPlan, phash: str) -> JobInfo:
+        state = read_state(Path(plan.job_dir))
+        if state.get("plan_hash") != phash:
+            raise UsageError(f"a local job named '{plan.name}' already exists (a different job)",
+                             hint="give a new name with --name, or drop `name:` from the spec to get a generated "
+                                  f"one; `dtrain status {plan.name}` shows the existing job")
+        return self.status(plan.name)
+
+    def _start_supervisor(self, job_dir: Path) -> None:
+        log = open(job_dir / "system_logs" / "supervisor.txt", "ab")
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir)],
+                cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True, env=dict(os.environ))
+        finally:
+            log.close()
+        self._children[job_dir.name] = child
+        st = procs.start_time(child.pid)
+
+        def rec(s):
+            if not s.get("supervisor"):
+                s["supervisor"] = {"pid": child.pid, "start_time": st}
+
+        update_state(job_dir, rec)
+
+    # --- status ------------------------------------------------------------------------------------
+    def _read(self, name: str) -> tuple[Path, dict]:
+        d = self._dir(name)
+        try:
+            return d, read_state(d)
+        except FileNotFoundError:
+            raise JobNotFound(f"no local job named '{name}'",
+                              hint=f"`dtrain list` shows the jobs under {jobs_root(self.home)}") from None
+
+    def _supervisor_alive(self, name: str, state: dict) -> bool | None:
+        child = self._children.get(name)
+        if child is not None:
+            child.poll()                          # reap it if it exited (we are its parent)
+        sup = state.get("supervisor")
+        if not sup:
+            return None
+        return procs.is_alive(sup.get("pid"), sup.get("start_time"))
+
+    def _check_lost(self, name: str, job_dir: Path, state: dict) -> dict:
+        if is_terminal(state["status"]):
+            return state
+        alive = self._supervisor_alive(name, state)
+        if alive:
+            return state
+        if alive is None:
+            created = datetime.fromisoformat(state["created"])
+            if (datetime.now(timezone.utc) - created).total_seconds() < _START_GRACE_S:
+                return state
+        sup = state.get("supervisor") or {}
+
+        def repair(s):
+            if is_terminal(s["status"]):
+                return                            # the supervisor finished after all
+            if self._supervisor_alive(name, s):
+                return
+            left = procs.kill_job_processes(s["token"], [], grace=0)
+            s["status"] = "Failed"
+            s["ended"] = _now()
+            where = f" (pid {sup.get('pid')})" if sup.get("pid") else ""
+            s["failure"] = {"message": f"the local supervisor{where} is gone (killed, or the machine "
+                                       f"restarted) while the job was {state['status']}; its processes were "
+                                       f"stopped" + (f" ({left} could not be)" if left else ""),
+                            "last_lines": [], "traceback": []}
+
+        return update_state(job_dir, repair)
+
+    def status(self, name: str) -> JobInfo:
+        job_dir, state = self._read(name)
+        state = self._check_lost(name, job_dir, state)
+        return _info(state, job_dir)
+
+    def knows(self, name: str) -> bool:
+        return valid_name(name) and (jobs_root(self.home) / name / STATE).is_file()
+
+    # --- logs ----------------------------------------------------------------------------------
+    def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
+        job_dir, _ = self._read(name)
+        plan = read_json(job_dir / PLAN)
+        ranks = plan.get("ranks") or []
+        if rank is not None:
+            sel = [r for r in ranks if r.get("rank") == rank]
+            if not sel:
+                raise UsageError(f"job '{name}' has no rank {rank}",
+                                 hint=f"ranks are 0..{len(ranks) - 1}" if ranks else None)
+            ranks = sel
+
+        def terminal() -> bool:
+            return is_terminal(self.status(name).status)
+
+        return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal)
+
+    # --- cancel ----------------------------------------------------------------------------------
+    def cancel(self, name: str) -> JobInfo:
+        job_dir, state = self._read(name)
+        state = self._check_lost(name, job_dir, state)
+        if is_terminal(state["status"]):
+            return _info(state, job_dir)
+
+        def request(s):
+            if not is_terminal(s["status"]):
+                s["cancel_requested"] = True
+                s["status"] = "CancelRequested"
+
+        state = update_state(job_dir, request)
+        sup = state.get("supervisor") or {}
+        if procs.is_alive(sup.get("pid"), sup.get("start_time")):
+            procs.signal_pid(sup["pid"], 15)
+        from .supervisor import grace_seconds
+
+        deadline = time.monotonic() + grace_seconds() + 10
+        while time.monotonic() < deadline:
+            state = read_state(job_dir)
+            if is_terminal(state["status"]):
+                return _info(state, job_dir)
+            if not procs.is_alive(sup.get("pid"), sup.get("start_time")) and state.get("supervisor"):
+                break
+            if not state.get("supervisor") and time.monotonic() > deadline - grace_seconds() - 5:
+                break
+            time.sleep(0.05)
+
+        def force(s):
+            if is_terminal(s["status"]):
+                return
+            procs.kill_job_processes(s["token"], [], grace=1.0)
+            s["status"] = "Canceled"
+            s["ended"] = _now()
+
+        return _info(update_state(job_dir, force), job_dir)
+
+    # --- list ----------------------------------------------------------------------------------
+    def list(self, *, experiment: str | None = None, tags: dict | None = None,
+             limit: int | None = None) -> list[JobInfo]:
+        root = jobs_root(self.home)
+        if not root.is_dir():
+            return []
+        states = []
+        for d in root.iterdir():
+            if d.name.startswith(".") or not (d / STATE).is_file():
+                continue
+            try:
+                s = read_state(d)
+            except (OSError, ValueError):
+                continue
+            if experiment and s.get("experiment_name") != experiment:
+                continue
+            if tags and any(k not in (s.get("tags") or {}) or (v is not None and str(s["tags"][k]) != str(v))
+                            for k, v in tags.items()):
+                continue
+            states.append((d, s))
+        states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
+        if limit is not None:
+            states = states[:limit]
+        return [_info(self._check_lost(d.name, d, s), d) for d, s in states]
+
+
+def _info(state: dict, job_dir: Path) -> JobInfo:
+    f = state.get("failure")
+    failure = None
+    if f:
+        failure = FailureInfo(message=f.get("message", ""), rank=f.get("rank"), node=f.get("node"),
+                              exit_code=f.get("exit_code"), last_lines=list(f.get("last_lines") or []),
+                              traceback=list(f.get("traceback") or []))
+    return JobInfo(name=state["name"], backend="local", status=state["status"],
+                   display_name=state.get("display_name"), experiment_name=state.get("experiment_name"),
+                   created=state.get("created"), started=state.get("started"), ended=state.get("ended"),
+                   nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
+                   url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
+                   timed_out=bool(state.get("timed_out")))

@@ -1,0 +1,262 @@
+"""The detached process that runs one local job: `python -m dtrain.backends.local.supervisor JOB_DIR`.
+
+Started by LocalBackend.submit() in its own session (it survives the terminal). It starts every process
+of the plan (each in its own process group, with PR_SET_PDEATHSIG so they die with it), waits, stops the
+rest as soon as one fails (SIGTERM to each group, SIGKILL after a grace period), honours limits.timeout
+and cancel (SIGTERM to the supervisor), sweeps every process that carries the job's token, and writes
+the final state. It is a child subreaper, so processes orphaned inside the job are reparented to it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import env as _env
+from . import failure as _failure
+from . import procs
+from .store import PLAN, read_json, read_state, update_state
+
+TERMINAL = ("Completed", "Failed", "Canceled")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def grace_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get("DTRAIN_LOCAL_GRACE_S", "5")))
+    except ValueError:
+        return 5.0
+
+
+class Supervisor:
+    def __init__(self, job_dir: Path):
+        self.job_dir = Path(job_dir)
+        self.plan = read_json(self.job_dir / PLAN)
+        self.token = read_state(self.job_dir)["token"]
+        self.grace = grace_seconds()
+        self.cancel_flag = False
+        self.children: dict[int, dict] = {}     # pid -> process record (unreaped children of the plan)
+        self.records: list[dict] = []
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        os.set_blocking(self._r, False)
+
+    # --- signals -------------------------------------------------------------------------------
+    def _on_stop(self, signum, frame):
+        self.cancel_flag = True
+
+    def install_signals(self):
+        signal.set_wakeup_fd(self._w)
+        signal.signal(signal.SIGCHLD, lambda s, f: None)
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, self._on_stop)
+
+    def _wait_event(self, timeout: float):
+        with contextlib.suppress(InterruptedError, OSError):
+            select.select([self._r], [], [], max(0.0, timeout))
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._r, 4096):
+                pass
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def run(self) -> int:
+        procs.set_subreaper()
+        self.install_signals()
+        me, st = os.getpid(), procs.start_time(os.getpid())
+
+        def mark_start(s):
+            s["supervisor"] = {"pid": me, "start_time": st}
+            if s.get("cancel_requested") and s["status"] not in TERMINAL:
+                s["status"] = "Canceled"
+                s["ended"] = now_iso()
+            elif s["status"] not in TERMINAL:
+                s["status"] = "Starting"
+
+        state = update_state(self.job_dir, mark_start)
+        if state["status"] in TERMINAL:
+            return 0
+        try:
+            self.start_processes()
+        except Exception as exc:  # noqa: BLE001 - report any failure to start as the job's failure
+            self.stop_all(0)
+            self.finish("Failed", {"message": f"could not start the job's processes: {exc}"})
+            return 1
+        return self.wait()
+
+    def start_processes(self):
+        plan = self.plan
+        ports = _env.free_ports(int(plan.get("n_ports") or 0))
+        (self.job_dir / "user_logs").mkdir(exist_ok=True)
+        (self.job_dir / "system_logs").mkdir(exist_ok=True)
+        for d in plan.get("output_dirs") or []:
+            Path(d).mkdir(parents=True, exist_ok=True)
+        base = dict(os.environ)
+        base.pop("DTRAIN_LOCAL_GRACE_S", None)
+        base[procs.TOKEN_VAR] = self.token
+        me = os.getpid()
+        for p in plan["processes"]:
+            env = {**base, **_env.render_env(p["env"], ports)}
+            argv = [_env.render_ports(a, ports) for a in p["argv"]]
+            log_path = self.job_dir / p["log"]
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "ab", buffering=0) as log:
+                # mpirun gets SIGTERM when the supervisor dies so that it takes its ranks down with it.
+                deathsig = signal.SIGTERM if p.get("role") == "launcher" else signal.SIGKILL
+                child = subprocess.Popen(argv, cwd=p["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, close_fds=True,
+                                         preexec_fn=procs.child_preexec(me, deathsig))
+            rec = {"rank": p.get("rank"), "node": p.get("node"), "role": p.get("role"), "pid": child.pid,
+                   "pgid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
+                   "log": p["log"]}
+            child.returncode = 0          # we reap with waitpid(-1); keep Popen.__del__ from touching it
+            self.records.append(rec)
+            self.children[child.pid] = rec
+
+        def mark_running(s):
+            s["status"] = "Running" if s["status"] not in TERMINAL else s["status"]
+            s["started"] = now_iso()
+            s["processes"] = self.records
+            s["ports"] = ports
+
+        update_state(self.job_dir, mark_running)
+
+    def _reap(self) -> list[dict]:
+        """Reap every exited child (ours and adopted orphans); returns the records of plan processes."""
+        done = []
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            rec = self.children.pop(pid, None)
+            if rec is not None:
+                code = os.waitstatus_to_exitcode(status)
+                if code < 0:
+                    rec["signal"] = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+                    code = 128 - code
+                rec["exit_code"] = code
+                rec["ended"] = now_iso()
+                done.append(rec)
+        return done
+
+    def wait(self) -> int:
+        timeout = self.plan.get("timeout")
+        t0 = time.monotonic()
+        deadline = t0 + timeout if timeout else None
+        reason, first_fail = None, None
+        stop_at = None
+        while self.children:
+            wait_for = 1.0
+            if deadline and reason is None:
+                wait_for = min(wait_for, deadline - time.monotonic())
+            if stop_at is not None:
+                wait_for = min(wait_for, 0.1)
+            self._wait_event(wait_for)
+            for rec in self._reap():
+                if rec["exit_code"] != 0 and reason is None:
+                    reason, first_fail = "failed", rec
+            if reason is None and self.cancel_flag:
+                reason = "canceled"
+            if reason is None and deadline and time.monotonic() >= deadline:
+                reason = "timeout"
+            if reason and stop_at is None and self.children:
+                stop_at = time.monotonic() + self.grace
+                self._signal_children(signal.SIGTERM)
+            if stop_at is not None and time.monotonic() >= stop_at and self.children:
+                self._signal_children(signal.SIGKILL)
+                procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()])
+                stop_at = time.monotonic() + 1.0
+        # Nothing of the job outlives it: background processes it left behind are stopped too.
+        procs.kill_job_processes(self.token, [], grace=min(self.grace, 2.0))
+        self._reap()
+        elapsed = time.monotonic() - t0
+        if reason == "timeout":
+            self.finish("Canceled", {"message": f"timed out after {timeout} s (limits.timeout); "
+                                                f"the job was canceled after {elapsed:.0f} s"}, timed_out=True)
+        elif reason == "canceled":
+            self.finish("Canceled", None)
+        elif reason == "failed":
+            self.finish("Failed", self.describe_failure(first_fail))
+        else:
+            self.finish("Completed", None)
+        return 0
+
+    def _signal_children(self, sig):
+        for rec in list(self.children.values()):
+            procs.signal_group(rec["pgid"], sig)
+
+    def stop_all(self, grace: float):
+        self._signal_children(signal.SIGTERM if grace else signal.SIGKILL)
+        procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()], grace=grace)
+        self._reap()
+
+    def describe_failure(self, rec: dict) -> dict:
+        rank, node, code = rec.get("rank"), rec.get("node"), rec.get("exit_code")
+        if rec.get("role") == "launcher":          # mpirun: which rank failed first, from its report
+            r, c = _failure.mpi_first_failure(self.job_dir / rec["log"])
+            if r is not None:
+                ranks = {x["rank"]: x for x in self.plan.get("ranks") or []}
+                rank, code = r, c
+                node = ranks.get(r, {}).get("node")
+        if rank is not None:
+            lines = _failure.tail_text(self.job_dir / _env.log_name(rank))
+            who = f"rank {rank}" + (f" (node {node})" if node is not None else "")
+        else:
+            lines = _failure.tail_text(self.job_dir / rec["log"])
+            who = "mpirun"
+        how = (f"was killed by {rec['signal']}" if rec.get("signal") and rank == rec.get("rank")
+               else f"exited with code {code}")
+        n_other = len(self.plan.get("ranks") or []) - 1
+        msg = f"{who} {how}" + (f"; the other {n_other} process{'es were' if n_other != 1 else ' was'} stopped"
+                                if n_other > 0 else "")
+        return {"message": msg, "rank": rank, "node": node, "exit_code": code,
+                "last_lines": _failure.last_lines(lines), "traceback": _failure.traceback_block(lines)}
+
+    def finish(self, status: str, failure: dict | None, timed_out: bool = False):
+        def fin(s):
+            s["status"] = status
+            s["ended"] = now_iso()
+            s["failure"] = failure
+            s["timed_out"] = timed_out
+            s["processes"] = self.records or s.get("processes") or []
+
+        update_state(self.job_dir, fin)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job_dir = Path(argv[0])
+    sup = None
+    try:
+        sup = Supervisor(job_dir)
+        return sup.run()
+    except Exception as exc:  # noqa: BLE001 - the job must end in a terminal state whatever happens
+        traceback.print_exc()
+        with contextlib.suppress(Exception):
+            state = read_state(job_dir)
+            procs.kill_job_processes(state["token"], [], grace=1.0)
+        with contextlib.suppress(Exception):
+            def fin(s):
+                if s["status"] not in TERMINAL:
+                    s["status"] = "Failed"
+                    s["ended"] = now_iso()
+                    s["failure"] = {"message": f"the local supervisor failed: {exc!r} "
+                                               f"(see {job_dir / 'system_logs' / 'supervisor.txt'})"}
+            update_state(job_dir, fin)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The command line as a user meets it: exit codes, stdout vs stderr, no tracebacks, fast start."""
+import json
+import subprocess
+import sys
+
+BASE = ("command: python train.py\nenvironment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\n"
+        "distribution:\n  type: pytorch\n  process_count_per_instance: 2\n")
+
+
+def test_version_and_module_entry(cli):
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.startswith("dtrain ")
+
+
+def test_help_documents_exit_codes(cli):
+    r = cli("--help")
+    assert r.returncode == 0
+    for code in ("0 success", "1 job Failed", "2 invalid", "3 Canceled", "4 timed out", "5 infrastructure",
+                 "6 authentication", "7 lost track", "130 interrupted"):
+        assert code in " ".join(r.stdout.split()), code
+
+
+def test_startup_does_not_import_azure_sdk(write):
+    p = write("job.yml", BASE)
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['dtrain'] + sys.argv[1:]\n"
+             "from dtrain.cli import main\n"
+             "rc = main()\n"
+             "loaded = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))\n"
+             "print('AZURE_MODULES=' + ','.join(loaded), file=sys.stderr)\n")
+    for args in (["--help"], ["validate", str(p)], ["render", str(p)], ["schema"]):
+        r = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
+        assert "AZURE_MODULES=\n" in r.stderr or r.stderr.rstrip().endswith("AZURE_MODULES="), (args, r.stderr)
+
+
+def test_validate_ok_prints_on_stderr_only(cli, write):
+    r = cli("validate", write("job.yml", BASE))
+    assert r.returncode == 0 and r.stdout == "" and "ok" in r.stderr
+
+
+def test_validate_errors_exit_2_with_location_and_source(cli, write):
+    p = write("job.yml", BASE + "resources:\n  instance_cont: 2\n")
+    r = cli("validate", p)
+    assert r.returncode == 2
+    assert f"{p}:7:3: error: unknown key 'instance_cont'" in r.stderr
+    assert "instance_cont: 2" in r.stderr and "did you mean 'instance_count'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_validate_many_files_json(cli, write):
+    good, bad = write("a.yml", BASE), write("b.yml", BASE + "limits: {timeout: x}\n")
+    r = cli("validate", good, bad, "--output", "json")
+    assert r.returncode == 2
+    res = json.loads(r.stdout)
+    assert [x["valid"] for x in res] == [True, False]
+    assert res[1]["diagnostics"][0]["line"] == 6
+
+
+def test_warnings_exit_0_and_strict_exits_2(cli, write):
+    p = write("job.yml", BASE + "resources:\n  instance_type: Standard_ND96isr_H100_v5\n")
+    r = cli("validate", p)
+    assert r.returncode == 0 and "warning:" in r.stderr and "idle" in r.stderr
+    assert cli("validate", p, "--strict").returncode == 2
+
+
+def test_missing_file_is_a_usage_error(cli, tmp_path):
+    r = cli("validate", tmp_path / "nope.yml")
+    assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_option_exit_2(cli, write):
+    r = cli("render", write("job.yml", BASE), "--format", "xml")
+    assert r.returncode == 2 and "--format must be yaml or rest" in r.stderr
+    r = cli("validate", "--no-such-flag")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_render_yaml_round_trips_and_applies_set(cli, write, tmp_path):
+    p = write("job.yml", BASE)
+    r = cli("render", p, "--set", "resources.instance_count=3", "--name", "run_1")
+    assert r.returncode == 0
+    out = tmp_path / "rendered.yml"
+    out.write_text(r.stdout)
+    import yaml
+    data = yaml.safe_load(r.stdout)
+    assert data["resources"]["instance_count"] == 3 and data["name"] == "run_1"
+    assert cli("validate", out).returncode == 0
+
+
+def test_render_rest_is_json_on_stdout(cli, write):
+    r = cli("render", write("job.yml", BASE), "--format", "rest")
+    body = json.loads(r.stdout)
+    assert body["jobType"] == "Command"
+    assert body["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 2}
+
+
+def test_schema_is_json_schema(cli):
+    s = json.loads(cli("schema").stdout)
+    assert s["type"] == "object" and "distribution" in s["properties"]
+    assert s["properties"]["queue_settings"]["properties"]["job_tier"]["enum"][1] == "spot"
+
+
+def test_set_without_equals_is_usage_error(cli, write):
+    r = cli("render", write("job.yml", BASE), "--set", "resources.instance_count")
+    assert r.returncode == 2 and "has no '='" in r.stderr
+
+
+def test_unknown_job_without_workspace_exit_2(cli, tmp_path):
+    r = cli("status", "no_such_job", env={"DTRAIN_HOME": str(tmp_path / "h")}, cwd=tmp_path)
+    assert r.returncode == 2 and "no local job named" in r.stderr

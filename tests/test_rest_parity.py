@@ -1,0 +1,143 @@
+"""Beyond the shared YAMLs: one spec per field shape, each rendered by dtrain and by azure-ai-ml.
+Equal bodies where the SDK accepts; where it rejects, dtrain rejects too. The few specs dtrain rejects
+although the SDK accepts them are ones the service refuses after submit (listed in docs/spec.md)."""
+import pytest
+import yaml
+
+from dtrain.errors import SpecError
+from dtrain.spec.rest import job_body
+from dtrain.spec.validate import load_spec
+from sdk_reference import sdk_job_body
+
+BASE = {"command": "python a.py", "code": "src", "environment": "azureml:myenv:1"}
+CONDA = "name: t\nchannels: [conda-forge]\ndependencies:\n  - python=3.10\n  - pip:\n    - torch\n"
+
+VARIANTS = {
+    "env_latest": {"environment": "azureml:myenv@latest"},
+    "env_noversion": {"environment": "azureml:myenv"},
+    "env_registry": {"environment": "azureml://registries/azureml/environments/acpt/versions/3"},
+    "env_arm": {"environment": "azureml:/subscriptions/0/resourceGroups/rg/providers/"
+                               "Microsoft.MachineLearningServices/workspaces/ws/environments/e/versions/1"},
+    "env_plain_name": {"environment": "myenv:1"},
+    "env_inline_image": {"environment": {"image": "python:3.10"}},
+    "env_inline_conda_file": {"environment": {"image": "python:3.10", "conda_file": "conda.yml"}},
+    "env_inline_conda_dict": {"environment": {"image": "python:3.10", "conda_file": {"dependencies": ["python=3.10"]}}},
+    "env_build": {"environment": {"build": {"path": "src"}}},
+    "env_build_dockerfile": {"environment": {"build": {"path": "src", "dockerfile_path": "Dockerfile"}}},
+    "env_file": {"environment": "file:envdir/env.yml"},
+    "tags_str": {"tags": {"a": "1", "b": "x"}},
+    "tags_int": {"tags": {"a": 1}},
+    "tags_none": {"tags": {"a": None}},
+    "properties": {"properties": {"a": "1"}},
+    "envvars": {"environment_variables": {"A": 1, "B": True, "C": "x", "D": 1.5, "E": None}},
+    "inputs": {"inputs": {
+        "i": 1, "f": 0.001, "b": True, "s": "str", "big": 1e20, "v": {"value": 3}, "n": None,
+        "fo": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/x/", "mode": "download"},
+        "fi": {"type": "uri_file", "path": "https://x.blob.core.windows.net/c/f.csv", "mode": "direct"},
+        "mt": {"type": "mltable", "path": "azureml:tbl:1", "mode": "eval_mount"},
+        "m1": {"type": "custom_model", "path": "azureml:mymodel:2"},
+        "m2": {"type": "mlflow_model", "path": "azureml:mymodel@latest", "mode": "ro_mount"},
+        "up": {"type": "URI_FOLDER", "path": "azureml:a:1", "mode": "RO_MOUNT"},
+        "loc": {"path": "data"}, "locf": {"type": "uri_file", "path": "data/f.txt"},
+        "bind": {"type": "uri_folder", "path": "${{parent.inputs.y}}"}},
+        "command": "python a.py ${{inputs.i}} ${{inputs.fo}}"},
+    "input_mode_wrong_for_type": {"inputs": {"x": {"type": "uri_file", "path": "azureml:a:1", "mode": "eval_mount"}}},
+    "outputs": {"outputs": {
+        "o1": {"type": "uri_folder", "mode": "rw_mount"},
+        "o2": {"type": "uri_file", "mode": "upload", "path": "azureml://datastores/ws/paths/o2"},
+        "o3": {"type": "mlflow_model", "name": "m", "version": "3"}, "o4": None,
+        "o5": {"type": "mltable", "mode": "mount"}, "o6": {"mode": "direct"},
+        "o7": {"type": "custom_model", "version": 2, "name": "x"}}},
+    "output_description": {"outputs": {"o": {"type": "uri_folder", "description": "d"}}},
+    "output_mode_wrong": {"outputs": {"x": {"type": "uri_folder", "mode": "download"}}},
+    "dist_pytorch": {"distribution": {"type": "PyTorch", "process_count_per_instance": 4},
+                     "resources": {"instance_count": 2}},
+    "dist_pytorch_default": {"distribution": {"type": "pytorch"}},
+    "dist_tensorflow": {"distribution": {"type": "tensorflow", "worker_count": 2, "parameter_server_count": 1}},
+    "dist_tensorflow_default": {"distribution": {"type": "tensorflow"}},
+    "dist_mpi": {"distribution": {"type": "mpi", "process_count_per_instance": 2}},
+    "dist_mpi_float": {"distribution": {"type": "mpi", "process_count_per_instance": 2.0}},
+    "dist_ray": {"distribution": {"type": "ray", "port": 1234, "include_dashboard": True}},
+    "resources": {"resources": {"instance_count": 2, "instance_type": "Standard_NC24ads_A100_v4",
+                                "shm_size": "16g", "docker_args": "--ipc=host", "locations": ["westus"],
+                                "max_instance_count": 4, "properties": {"a": "b"}}},
+    "resources_docker_args_list": {"resources": {"docker_args": ["--ipc=host", "-e", "X=1"],
+                                                 "max_instance_count": 3, "locations": ["eastus"]}},
+    "limits": {"limits": {"timeout": 3661}},
+    "limits_str": {"limits": {"timeout": "3600"}},
+    "queue": {"queue_settings": {"job_tier": "Spot", "priority": "high"}},
+    "queue_null": {"queue_settings": {"job_tier": "null"}},
+    "services": {"services": {
+        "s1": {"type": "ssh", "ssh_public_keys": "ssh-rsa AAA", "nodes": "all"},
+        "s2": {"type": "tensor_board", "log_dir": "logs", "port": 6006},
+        "s3": {"type": "vs_code", "properties": {"x": "y"}}, "s4": {"type": "jupyter_lab"},
+        "s5": {"type": "custom", "port": 1}}},
+    "identity_user": {"identity": {"type": "user_identity"}},
+    "identity_managed": {"identity": {"type": "managed", "client_id": "cid", "object_id": "oid"}},
+    "identity_managed_msi": {"identity": {"type": "managed", "msi_resource_id": "rid"}},
+    "identity_managed_identity": {"identity": {"type": "managed_identity", "client_id": "c"}},
+    "identity_aml": {"identity": {"type": "aml_token"}},
+    "compute_local": {"compute": "local"},
+    "compute_name": {"compute": "gpu-cluster", "resources": {"instance_count": 1}},
+    "compute_arm": {"compute": "azureml:/subscriptions/x/resourceGroups/y/providers/"
+                               "Microsoft.MachineLearningServices/workspaces/w/computes/c"},
+    "metadata": {"name": "job_1", "display_name": "d", "experiment_name": "e", "description": "desc",
+                 "type": "command",
+                 "$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"},
+    "single_brackets": {"command": "python a.py {inputs.x}", "inputs": {"x": 1}},
+    "code_file": {"code": "src/a.py"},
+    "code_asset": {"code": "azureml:mycode:1"},
+    "no_code": {"code": None},
+    "parent": {"parent_job_name": "p"},
+    "unknown_key": {"foo": 1},
+    "command_int": {"command": 5},
+}
+# Accepted by the SDK, refused by the service after submit: dtrain refuses them before.
+STRICTER = {"shm_no_unit": {"resources": {"shm_size": "16"}},
+            "zero_nodes": {"resources": {"instance_count": 0}},
+            "bad_name": {"name": "-bad name"},
+            "fractional_timeout": {"limits": {"timeout": 10.5}}}
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("print(1)\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "f.txt").write_text("x\n")
+    (tmp_path / "conda.yml").write_text(CONDA)
+    (tmp_path / "envdir").mkdir()
+    (tmp_path / "envdir" / "env.yml").write_text("name: e\nversion: '1'\nbuild:\n  path: .\n")
+    return tmp_path
+
+
+def _write(project, name, variant):
+    d = dict(BASE)
+    d.update(variant)
+    d = {k: v for k, v in d.items() if not (k == "code" and v is None)}
+    p = project / f"{name}.yml"
+    p.write_text(yaml.safe_dump(d, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_same_body_as_sdk_or_both_reject(project, name):
+    p = _write(project, name, VARIANTS[name])
+    try:
+        ref = sdk_job_body(p)
+    except Exception:
+        ref = None
+    if ref is None:
+        with pytest.raises(SpecError):
+            load_spec(p)
+        return
+    spec, _ = load_spec(p)
+    assert job_body(spec) == ref
+
+
+@pytest.mark.parametrize("name", sorted(STRICTER))
+def test_stricter_than_sdk_where_the_service_refuses(project, name):
+    p = _write(project, name, STRICTER[name])
+    sdk_job_body(p)  # the SDK lets it through...
+    with pytest.raises(SpecError):  # ...dtrain stops it before anything is paid for
+        load_spec(p)
