@@ -239,3 +239,32 @@ def json_schema() -> dict:
     s["$id"] = SCHEMA_URL
     s["title"] = "Azure ML command job (as read by dtrain)"
     return s
+
+
+def field_rows(field=None, path: str = ""):
+    """(dotted path, type, required, description) for every field: the docs' reference table."""
+    from .fields import Dict as _Dict, Map as _Map, Tagged as _Tagged, Union as _Union
+
+    field = COMMAND_JOB if field is None else field
+    seen: set = set()
+    out = []
+
+    def walk(f, p):
+        if isinstance(f, _Map):
+            for k, sub in f.fields.items():
+                q = f"{p}.{k}" if p else k
+                if q not in seen:
+                    seen.add(q)
+                    out.append((q, sub.describe(), k in f.required, sub.doc))
+                walk(sub, q)
+        elif isinstance(f, _Tagged):
+            for m in f.variants.values():
+                walk(m, p)
+        elif isinstance(f, _Dict):
+            walk(f.values, p + ".<name>")
+        elif isinstance(f, _Union):
+            for a in f.alts:
+                walk(a, p)
+
+    walk(field, path)
+    return out
