@@ -121,6 +121,44 @@ def schema():
     out_json(json_schema())
 
 
+@app.command()
+def templates(output: str = OutputOpt):
+    """List the job templates, one line each."""
+    from . import templates as t
+    from .output import out, out_json
+
+    _check_output(output)
+    ts = t.all_templates()
+    if output == "json":
+        out_json([x.to_dict() for x in ts])
+        return
+    width = max(len(x.name) for x in ts)
+    for x in ts:
+        shape = f"{x.nodes}x{x.processes_per_node}"
+        out(f"{x.name.ljust(width)}  {x.framework:<10} {shape:<5} {x.instance_type or '-':<26} {x.summary}")
+
+
+@app.command()
+def init(
+    directory: str = typer.Argument(..., metavar="DIR"),
+    template: str = typer.Option(..., "--template", "-t", help="Template name (see `dtrain templates`)."),
+    instance_type: Optional[str] = typer.Option(None, "--instance-type", help="Azure VM size; processes per "
+                                                "node follow its GPU count."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (resources.instance_count)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing job.yml."),
+):
+    """Write DIR/job.yml (a commented spec) and DIR/src/ (the training script) from a template."""
+    from pathlib import Path
+
+    from . import templates as t
+    from .output import err, out
+
+    written = t.init(Path(directory), template, instance_type, nodes, force)
+    for p in written:
+        out(str(p))
+    err(f"next: dtrain validate {written[0]} && dtrain submit {written[0]} --local --wait")
+
+
 # --- job commands -------------------------------------------------------------------------------
 
 @app.command()

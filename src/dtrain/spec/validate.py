@@ -230,10 +230,10 @@ def _check_distribution(data: dict, c: Collector) -> None:
     kind = str(d.get("type", "")).lower()
     nodes = res.get("instance_count") or 1
     if kind == "tensorflow":
-        workers = d.get("worker_count") or nodes
-        if workers < nodes:
-            c.warning(("distribution", "worker_count"), f"worker_count {workers} is less than instance_count "
-                      f"{nodes}: {nodes - workers} node(s) would run no worker",
+        procs = (d.get("worker_count") or nodes) + (d.get("parameter_server_count") or 0)
+        if procs < nodes:
+            c.warning(("distribution", "worker_count"), f"{procs} worker and parameter-server processes on "
+                      f"{nodes} nodes: {nodes - procs} node(s) would run nothing",
                       hint="raise worker_count or lower resources.instance_count", code="idle-nodes")
     size_name = res.get("instance_type")
     if not isinstance(size_name, str) or (str(data.get("compute", "")).lower() == "local"):

@@ -1,0 +1,143 @@
+"""Job templates (job_templates/*.yml) and `dtrain init`: a commented spec plus its training script.
+
+Templates are ordinary Azure ML job YAMLs whose first line is `# dtrain-template: <summary>`; their
+`code:` points at ../training_scripts. init copies one into a folder with the script and the helper
+modules it imports, retargeted to a VM size and node count. No Azure SDK, no network.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES_DIR = _ROOT / "job_templates"
+SCRIPTS_DIR = _ROOT / "training_scripts"
+_HEADER = re.compile(r"#\s*dtrain-template:\s*(.+)")
+_SCRIPT = re.compile(r"python[\d.]*\s+(?:-u\s+)?([\w./-]+\.py)")
+_LOCAL_IMPORT = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    summary: str
+    path: Path
+    script: str | None
+    instance_type: str | None
+    nodes: int
+    processes_per_node: int
+    framework: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "summary": self.summary, "script": self.script, "framework": self.framework,
+                "instance_type": self.instance_type, "nodes": self.nodes,
+                "processes_per_node": self.processes_per_node, "path": str(self.path)}
+
+
+def _field(text: str, key: str):
+    m = re.search(rf"^\s*{key}:\s*([^\s#]+)", text, re.M)
+    return m.group(1) if m else None
+
+
+def _load(path: Path) -> Template:
+    text = path.read_text()
+    first = text.splitlines()[0] if text else ""
+    m = _HEADER.match(first)
+    script = _SCRIPT.search(text)
+    dist = _field(text, "type") if "distribution:" in text else None
+    dist_type = None
+    if "distribution:" in text:
+        block = text.split("distribution:", 1)[1]
+        dm = re.search(r"^\s+type:\s*(\w+)", block, re.M)
+        dist_type = dm.group(1).lower() if dm else dist
+    ppn = _field(text, "process_count_per_instance")
+    return Template(
+        name=path.stem, summary=m.group(1).strip() if m else "", path=path,
+        script=script.group(1) if script else None, instance_type=_field(text, "instance_type"),
+        nodes=int(_field(text, "instance_count") or 1), processes_per_node=int(ppn) if ppn else 1,
+        framework=dist_type or "none")
+
+
+def all_templates() -> list[Template]:
+    if not TEMPLATES_DIR.is_dir():
+        raise UsageError(f"templates not found at {TEMPLATES_DIR}",
+                         hint="install dtrain from its source checkout (pip install -e .)")
+    return [_load(p) for p in sorted(TEMPLATES_DIR.glob("*.yml"))]
+
+
+def get(name: str) -> Template:
+    ts = {t.name: t for t in all_templates()}
+    if name not in ts:
+        from .spec.fields import did_you_mean
+
+        dym = did_you_mean(name, ts)
+        raise UsageError(f"no template named '{name}'",
+                         hint=(f"did you mean '{dym}'? " if dym else "") + "`dtrain templates` lists them")
+    return ts[name]
+
+
+def script_files(script: str) -> list[Path]:
+    """The script and the training_scripts modules it imports, transitively."""
+    todo, found = [SCRIPTS_DIR / script], []
+    while todo:
+        p = todo.pop()
+        if p in found or not p.is_file():
+            continue
+        found.append(p)
+        for mod in _LOCAL_IMPORT.findall(p.read_text()):
+            cand = SCRIPTS_DIR / f"{mod}.py"
+            if cand.is_file() and cand not in found:
+                todo.append(cand)
+    return found
+
+
+def render_init(t: Template, instance_type: str | None, nodes: int | None) -> str:
+    """The template's text retargeted: code -> src, size, node count, processes = GPUs of the size."""
+    text = t.path.read_text()
+    text = re.sub(r"^(\s*code:\s*)\S+", r"\1src", text, count=1, flags=re.M)
+    if instance_type:
+        from .spec import vmsizes
+
+        size = vmsizes.lookup(instance_type)
+        if size is None:
+            sugg = vmsizes.suggest(instance_type)
+            raise UsageError(f"'{instance_type}' is not a GPU size dtrain knows",
+                             hint=(f"did you mean '{sugg[0]}'? " if sugg else "") + "see docs/vm-sizes.md")
+        text = re.sub(r"^(\s*instance_type:\s*)\S+", rf"\g<1>{size.name}", text, count=1, flags=re.M)
+        if t.framework in ("pytorch", "mpi"):
+            text = re.sub(r"^(\s*process_count_per_instance:\s*)\d+", rf"\g<1>{size.gpus}", text, count=1,
+                          flags=re.M)
+    if nodes is not None:
+        if nodes < 1:
+            raise UsageError("--nodes must be at least 1")
+        text = re.sub(r"^(\s*instance_count:\s*)\d+", rf"\g<1>{nodes}", text, count=1, flags=re.M)
+        if t.framework == "tensorflow":
+            text = re.sub(r"^(\s*worker_count:\s*)\d+", rf"\g<1>{nodes}", text, count=1, flags=re.M)
+    header = ("# yaml-language-server: $schema=https://azuremlschemas.azureedge.net/latest/"
+              "commandJob.schema.json\n")
+    return header + text
+
+
+def init(directory: Path, name: str, instance_type: str | None = None, nodes: int | None = None,
+         force: bool = False) -> list[Path]:
+    t = get(name)
+    directory = Path(directory)
+    job = directory / "job.yml"
+    src = directory / "src"
+    if job.exists() and not force:
+        raise UsageError(f"{job} already exists", hint="choose another folder, or pass --force to overwrite")
+    text = render_init(t, instance_type, nodes)
+    src.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f in script_files(t.script) if t.script else []:
+        dest = src / f.name
+        shutil.copyfile(f, dest)
+        written.append(dest)
+    tmp = job.with_suffix(".yml.tmp")
+    tmp.write_text(text)
+    tmp.replace(job)
+    return [job, *written]
