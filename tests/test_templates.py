@@ -1,0 +1,91 @@
+"""Templates and `dtrain init`: every template validates, scaffolds, and runs to completion locally."""
+import json
+import re
+
+import pytest
+import yaml
+
+from dtrain import templates as T
+
+NAMES = ["model-parallel", "mpi", "pytorch-ddp", "single-node", "tensorflow-multiworker",
+         "tensorflow-parameter-server"]
+
+
+def test_templates_lists_every_template(cli):
+    r = cli("templates")
+    assert r.returncode == 0
+    assert [line.split()[0] for line in r.stdout.splitlines()] == NAMES
+    data = json.loads(cli("templates", "--output", "json").stdout)
+    assert {d["name"] for d in data} == set(NAMES)
+    assert all(d["summary"] and d["script"] for d in data)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_template_validates_without_warnings(cli, name):
+    r = cli("validate", T.TEMPLATES_DIR / f"{name}.yml", "--strict")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_processes_match_gpus_of_the_size(name):
+    from dtrain.spec import vmsizes
+    from dtrain.spec.validate import load_spec
+
+    spec, _ = load_spec(T.TEMPLATES_DIR / f"{name}.yml")
+    size = vmsizes.lookup(spec.instance_type)
+    assert size is not None
+    if spec.distribution and spec.distribution.type in ("pytorch", "mpi"):
+        assert spec.processes_per_node == size.gpus
+    if spec.instance_count > 1:
+        assert size.infiniband
+
+
+def test_init_writes_a_spec_that_validates(cli, tmp_path):
+    d = tmp_path / "proj"
+    r = cli("init", d, "--template", "pytorch-ddp", "--instance-type", "Standard_NC48ads_A100_v4", "--nodes", "1")
+    assert r.returncode == 0, r.stderr
+    assert (d / "src" / "pytorch_ddp.py").is_file() and (d / "src" / "common.py").is_file()
+    text = (d / "job.yml").read_text()
+    assert text.startswith("# yaml-language-server: $schema=")
+    assert "# one per GPU" in text  # comments survive
+    spec = yaml.safe_load(text)
+    assert spec["code"] == "src"
+    assert spec["distribution"]["process_count_per_instance"] == 2   # NC48ads_A100_v4 has 2 GPUs
+    assert spec["resources"] == {"instance_count": 1, "instance_type": "Standard_NC48ads_A100_v4",
+                                 "shm_size": "16g"}
+    assert cli("validate", d / "job.yml", "--strict").returncode == 0
+
+
+def test_init_refuses_to_overwrite_and_unknown_names(cli, tmp_path):
+    assert cli("init", tmp_path, "-t", "single-node").returncode == 0
+    r = cli("init", tmp_path, "-t", "single-node")
+    assert r.returncode == 2 and "already exists" in r.stderr
+    r = cli("init", tmp_path / "x", "-t", "pytorch-dpp")
+    assert r.returncode == 2 and "did you mean 'pytorch-ddp'" in r.stderr
+    r = cli("init", tmp_path / "y", "-t", "mpi", "--instance-type", "Standard_ND96isr_H100_v4")
+    assert r.returncode == 2 and "Standard_ND96isr_H100_v5" in r.stderr
+
+
+def _losses(text):
+    first = re.search(r"first_loss=([\d.eE+-]+)", text)
+    final = re.findall(r"final_loss=([\d.eE+-]+)", text)
+    return (float(first.group(1)) if first else None), (float(final[-1]) if final else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_template_runs_locally_and_learns(cli, tmp_path, name):
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    r = cli("submit", T.TEMPLATES_DIR / f"{name}.yml", "--local", "--wait", env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    first, final = _losses(r.stdout)
+    assert first is not None and final is not None, r.stdout[-2000:]
+    assert final < first * 0.8, (first, final)
+
+
+@pytest.mark.slow
+def test_scaffold_runs_locally_unchanged(cli, tmp_path):
+    d = tmp_path / "proj"
+    assert cli("init", d, "-t", "model-parallel").returncode == 0
+    r = cli("submit", d / "job.yml", "--local", "--wait", env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
