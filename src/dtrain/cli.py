@@ -288,6 +288,38 @@ def wait_(
     _follow(names, None, output=output, timeout=timeout, stream=False, local=local)
 
 
+@app.command()
+def watch(
+    names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]"),
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="Jobs of this experiment."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="K=V", help="Jobs with this tag."),
+    local: bool = typer.Option(False, "--local", help="Local jobs only."),
+    interval: float = typer.Option(5.0, "--interval", help="Seconds between polls."),
+    output: str = typer.Option("text", "--output", "-o", help="text (a live table) or jsonl (status events)."),
+    once: bool = typer.Option(False, "--once", help="Print the table once and exit."),
+):
+    """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
+    Ends when every watched job has ended; exits like `wait`."""
+    from . import follow
+    from .watch import watch_jobs
+
+    _check_output(output, ("text", "jsonl"))
+    tags = _pairs(tag, "--tag")
+    backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
+    try:
+        final = watch_jobs(backend, names or None, experiment, tags, interval, output, once)
+    except KeyboardInterrupt:
+        from .output import err
+
+        err("interrupted; the jobs keep running")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    if not once:
+        from . import ci
+
+        ci.report(final)
+    raise typer.Exit(follow.worst(follow.outcome(i) for i in final) if not once else ExitCode.OK)
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 def _load(path: str, sets):
@@ -392,6 +424,9 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=Non
         err("interrupted; the job keeps running")
         note("re-attach with `dtrain wait " + " ".join(names) + "`, stop it with `dtrain cancel NAME`")
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    from . import ci
+
+    ci.report(final.values())
     for info in final.values():
         if output == "json":
             from .output import out_json

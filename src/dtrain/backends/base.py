@@ -58,6 +58,7 @@ class JobInfo:
     tags: dict = field(default_factory=dict)
     failure: FailureInfo | None = None
     timed_out: bool = False               # ended by limits.timeout (exit 4, whatever the status)
+    last_line: str | None = None          # newest log line, where a backend has it cheaply (watch)
 
     @property
     def terminal(self) -> bool:

@@ -1,0 +1,71 @@
+"""CI-native reporting: a GitHub Actions job summary and ::error annotations, or the Azure Pipelines
+logging commands, written when a followed job ends. Nothing happens outside those CI systems."""
+from __future__ import annotations
+
+import os
+import sys
+
+from .backends.base import JobInfo
+
+
+def _gh_escape(text: str) -> str:
+    # GitHub workflow commands: %, CR and LF must be escaped in the message.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _vso_escape(text: str) -> str:
+    return (text.replace("%", "%AZP25").replace(";", "%3B").replace("\r", "%0D").replace("\n", "%0A")
+            .replace("]", "%5D"))
+
+
+def _failure_text(info: JobInfo) -> tuple[str, str]:
+    f = info.failure
+    if f is None:
+        return f"{info.name}: {info.status}", ""
+    who = f"rank {f.rank}" if f.rank is not None else "the job"
+    code = f" exited {f.exit_code}" if f.exit_code is not None else ""
+    title = f"{info.name}: {info.status}: {who}{code}"
+    lines = (f.traceback or f.last_lines)[-20:]
+    return title, "\n".join([f.message, *lines]).strip()
+
+
+def summary_markdown(infos) -> str:
+    rows = ["| job | status | nodes x processes | started | ended |", "|---|---|---|---|---|"]
+    for i in infos:
+        status = i.status + (" (timed out)" if i.timed_out else "")
+        name = f"[{i.name}]({i.url})" if i.url and i.url.startswith("http") else i.name
+        rows.append(f"| {name} | {status} | {i.nodes} x {i.processes_per_node} | {i.started or ''} | "
+                    f"{i.ended or ''} |")
+    out = ["### dtrain", "", *rows, ""]
+    for i in infos:
+        if i.failure:
+            title, body = _failure_text(i)
+            out += [f"**{title}**", "", "```", body, "```", ""]
+    return "\n".join(out)
+
+
+def report(infos, stream=None) -> None:
+    """Write the CI system's summary and annotations for finished jobs."""
+    stream = stream or sys.stdout
+    infos = list(infos)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if path:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(summary_markdown(infos) + "\n")
+        for i in infos:
+            if i.status != "Completed" or i.timed_out:
+                title, body = _failure_text(i)
+                print(f"::error title={_gh_escape(title)}::{_gh_escape(body or title)}", file=stream, flush=True)
+    elif os.environ.get("TF_BUILD", "").lower() == "true":
+        for i in infos:
+            if i.status != "Completed" or i.timed_out:
+                title, body = _failure_text(i)
+                print(f"##vso[task.logissue type=error]{_vso_escape(title + (': ' + body if body else ''))}",
+                      file=stream, flush=True)
+        summary_dir = os.environ.get("AGENT_TEMPDIRECTORY") or os.environ.get("RUNNER_TEMP")
+        if summary_dir:
+            path = os.path.join(summary_dir, "dtrain-summary.md")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(summary_markdown(infos) + "\n")
+            print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)

@@ -1,0 +1,84 @@
+"""`dtrain watch`: a live table of many jobs. One backend.list() call per poll whatever the number of
+jobs, so watching 100 Azure jobs costs what watching one does."""
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+
+from .backends.base import JobInfo
+from .errors import JobNotFound
+from .output import out_jsonl
+
+
+def _duration(info: JobInfo) -> str:
+    def parse(s):
+        try:
+            return datetime.fromisoformat(s.replace("Z", "+00:00")) if s else None
+        except ValueError:
+            return None
+    start = parse(info.started) or parse(info.created)
+    if start is None:
+        return "-"
+    end = parse(info.ended) or datetime.now(timezone.utc)
+    secs = int((end - start).total_seconds())
+    return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}" if secs >= 3600 else f"{secs // 60}:{secs % 60:02d}"
+
+
+def _table(infos):
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("job", "status", "duration", "nodes x procs", "last line"):
+        t.add_column(col, overflow="ellipsis", no_wrap=True, max_width=60 if col == "last line" else None)
+    colors = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
+    for i in infos:
+        st = i.status + (" (timeout)" if i.timed_out else "")
+        t.add_row(i.name, f"[{colors.get(i.status, 'white')}]{st}[/]", _duration(i),
+                  f"{i.nodes} x {i.processes_per_node}", (getattr(i, "last_line", None) or "").strip())
+    return t
+
+
+def _poll(backend, names, experiment, tags):
+    infos = backend.list(experiment=experiment, tags=tags or None, limit=None if names else 200)
+    if names:
+        by = {i.name: i for i in infos}
+        missing = [n for n in names if n not in by]
+        if missing:
+            raise JobNotFound(f"no job named {', '.join(missing)}", hint="`dtrain list` shows job names")
+        infos = [by[n] for n in names]
+    return infos
+
+
+def watch_jobs(backend, names, experiment, tags, interval: float, output: str, once: bool):
+    infos = _poll(backend, names, experiment, tags)
+    if once or not infos:
+        if output == "jsonl":
+            for i in infos:
+                out_jsonl({"event": "status", "job": i.name, "status": i.status})
+        else:
+            from rich.console import Console
+
+            Console(file=sys.stdout).print(_table(infos))
+        return infos
+    seen = {}
+    if output == "jsonl":
+        while True:
+            for i in infos:
+                if seen.get(i.name) != i.status:
+                    seen[i.name] = i.status
+                    out_jsonl({"event": "status", "job": i.name, "status": i.status, "timed_out": i.timed_out})
+            if all(i.terminal for i in infos):
+                return infos
+            time.sleep(interval)
+            infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(file=sys.stdout)
+    with Live(_table(infos), console=console, refresh_per_second=4, transient=False) as live:
+        while not all(i.terminal for i in infos):
+            time.sleep(interval)
+            infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
+            live.update(_table(infos))
+    return infos
