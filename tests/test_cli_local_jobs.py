@@ -1,0 +1,116 @@
+"""The job commands end to end on the local backend, as a CI pipeline drives them: exit codes by
+outcome, JSON on stdout, failure summaries, GitHub Actions / Azure Pipelines outputs."""
+import json
+import time
+
+import pytest
+
+JOB = """\
+command: {command}
+environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+compute: local
+distribution:
+  type: pytorch
+  process_count_per_instance: 2
+resources:
+  instance_count: 1
+{extra}"""
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {"DTRAIN_HOME": str(tmp_path / "home"), "GITHUB_ACTIONS": "", "TF_BUILD": ""}
+
+
+def spec(write, command, extra=""):
+    return write("job.yml", JOB.format(command=command, extra=extra))
+
+
+def test_completed_job_exit_0_and_json(cli, write, env):
+    r = cli("submit", spec(write, "echo hello from $RANK"), "--wait", "--output", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["status"] == "Completed" and info["backend"] == "local"
+    logs = cli("logs", info["name"], env=env)
+    assert sorted(line.split("| ", 1)[1] for line in logs.stdout.splitlines()) == [
+        "hello from 0", "hello from 1"]
+    assert cli("logs", info["name"], "--rank", "1", env=env).stdout.strip().endswith("hello from 1")
+
+
+def test_failed_job_exit_1_names_the_rank(cli, write, env):
+    cmd = "'if [ $RANK = 1 ]; then echo boom >&2; exit 3; fi; sleep 30'"
+    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", env=env, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "rank 1" in r.stderr and "exit code 3" in r.stderr and "boom" in r.stderr
+
+
+def test_submit_prints_only_the_name_then_wait_and_status(cli, write, env):
+    r = cli("submit", spec(write, "sleep 1"), env=env)
+    assert r.returncode == 0
+    name = r.stdout.strip()
+    assert name and "\n" not in name
+    w = cli("wait", name, "--output", "jsonl", env=env)
+    assert w.returncode == 0
+    assert json.loads(w.stdout.splitlines()[-1])["status"] == "Completed"
+    st = json.loads(cli("status", name, "--output", "json", env=env).stdout)
+    assert st["status"] == "Completed"
+
+
+def test_cancel_then_wait_exits_3(cli, write, env):
+    name = cli("submit", spec(write, "sleep 60"), env=env).stdout.strip()
+    time.sleep(1)
+    c = cli("cancel", name, env=env)
+    assert c.returncode == 0
+    assert cli("wait", name, "--timeout", "60", env=env).returncode == 3
+
+
+def test_wait_timeout_exits_4_and_job_keeps_running(cli, write, env):
+    name = cli("submit", spec(write, "sleep 30"), env=env).stdout.strip()
+    r = cli("wait", name, "--timeout", "1", env=env)
+    assert r.returncode == 4 and "keeps running" in r.stderr
+    assert json.loads(cli("status", name, "-o", "json", env=env).stdout)["status"] in ("Queued", "Running")
+    cli("cancel", name, env=env)
+
+
+def test_limits_timeout_exits_4(cli, write, env):
+    r = cli("submit", spec(write, "sleep 60", "limits:\n  timeout: 2\n"), "--wait", env=env, timeout=120)
+    assert r.returncode == 4, r.stderr
+
+
+def test_wait_many_exits_with_the_worst(cli, write, env, tmp_path):
+    ok = cli("submit", spec(write, "exit 0"), env=env).stdout.strip()
+    bad_spec = tmp_path / "bad.yml"
+    bad_spec.write_text(JOB.format(command="exit 1", extra=""))
+    bad = cli("submit", bad_spec, env=env).stdout.strip()
+    assert cli("wait", ok, bad, env=env).returncode == 1
+
+
+def test_github_actions_summary_and_annotation(cli, write, env, tmp_path):
+    summary = tmp_path / "summary.md"
+    env = dict(env, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
+    cmd = "'if [ $RANK = 0 ]; then python -c \"raise ValueError(42)\" || exit 5; fi; sleep 30'"
+    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", env=env, timeout=120)
+    assert r.returncode == 1
+    ann = [line for line in r.stdout.splitlines() if line.startswith("::error ")]
+    assert len(ann) == 1 and "rank 0" in ann[0] and "ValueError: 42" in ann[0] and "%0A" in ann[0]
+    text = summary.read_text()
+    assert "| Failed |" in text and "ValueError: 42" in text
+
+
+def test_azure_pipelines_logging_commands(cli, write, env, tmp_path):
+    env = dict(env, TF_BUILD="True", AGENT_TEMPDIRECTORY=str(tmp_path))
+    r = cli("submit", spec(write, "exit 1"), "--wait", env=env, timeout=120)
+    assert r.returncode == 1
+    assert any(l.startswith("##vso[task.logissue type=error]") for l in r.stdout.splitlines())
+    assert "##vso[task.uploadsummary]" in r.stdout and (tmp_path / "dtrain-summary.md").is_file()
+
+
+def test_watch_once_and_jsonl(cli, write, env):
+    name = cli("submit", spec(write, "exit 0"), "--wait", "--output", "json", env=env)
+    info = json.loads(name.stdout)
+    r = cli("watch", info["name"], "--local", "--output", "jsonl", "--interval", "0.2", env=env)
+    assert r.returncode == 0
+    assert json.loads(r.stdout.splitlines()[-1]) == {"event": "status", "job": info["name"],
+                                                      "status": "Completed", "timed_out": False}
