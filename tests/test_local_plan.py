@@ -165,7 +165,6 @@ def test_inputs_outputs_substitution(tmp_path, dtrain_home):
     (tmp_path / "one.csv").write_text("x\n")
     spec = make_spec(tmp_path, """command: >-
   echo ${{inputs.lr}} ${{inputs.data}} ${{inputs.file}} ${{inputs.flag}} ${{outputs.model}}
-  $[[--opt ${{inputs.missing_opt}}]]
 inputs:
   lr: 0.01
   flag: true
@@ -320,3 +319,15 @@ def test_port_templates_render():
     assert lenv.render_ports(f"a:{lenv.PORT_TEMPLATE.format(1)}", [5, 6]) == "a:6"
     ports = lenv.free_ports(3)
     assert len(set(ports)) == 3
+
+
+def test_unknown_job_is_not_found(dtrain_home):
+    from dtrain.errors import JobNotFound
+
+    b = LocalBackend()
+    assert not b.knows("nope") and not b.knows("../x")
+    for call in (lambda: b.status("nope"), lambda: list(b.logs("nope")), lambda: b.cancel("nope"),
+                 lambda: b.status("../etc")):
+        with pytest.raises(JobNotFound):
+            call()
+    assert b.list() == []

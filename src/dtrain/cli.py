@@ -385,9 +385,7 @@ def _print_failure(info) -> None:
     f = info.failure
     if not f:
         return
-    who = f"rank {f.rank}" if f.rank is not None else "the job"
-    code = f" (exit code {f.exit_code})" if f.exit_code is not None else ""
-    err(f"{paint('failed', '31')}: {who}{code}: {f.message}")
+    err(f"{paint('failed', '31')}: {f.message}")
     for line in (f.traceback or f.last_lines)[-20:]:
         err(f"    {line}")
 

@@ -51,7 +51,8 @@ def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> di
     on_change(info) is called on each status change. Raises WaitTimeout when `timeout` passes."""
     deadline = time.monotonic() + timeout if timeout else None
     last: dict = {}
-    poll = Poller()
+    # Each backend says how often it is worth asking: a local state file is cheap, Azure is not.
+    poll = Poller(cap=min(getattr(b, "poll_cap_s", 5.0) for b in backends.values()))
     while True:
         pending = [n for n in backends if n not in last or not last[n].terminal]
         for name in pending:

@@ -37,6 +37,7 @@ def _now() -> str:
 
 class LocalBackend:
     name = "local"
+    poll_cap_s = 0.5   # status is a local file read: poll often so short jobs end promptly
 
     def __init__(self, home: str | os.PathLike | None = None):
         self._home = Path(home).resolve() if home else None
@@ -164,7 +165,8 @@ class LocalBackend:
             where = f" (pid {sup.get('pid')})" if sup.get("pid") else ""
             s["failure"] = {"message": f"the local supervisor{where} is gone (killed, or the machine "
                                        f"restarted) while the job was {state['status']}; its processes were "
-                                       f"stopped" + (f" ({left} could not be)" if left else ""),
+                                       f"stopped" + (f" ({left} could not be)" if left else "")
+                                       + f"; see {job_dir / 'system_logs' / 'supervisor.txt'}",
                             "last_lines": [], "traceback": []}
 
         return update_state(job_dir, repair)
@@ -206,21 +208,25 @@ class LocalBackend:
                 s["cancel_requested"] = True
                 s["status"] = "CancelRequested"
 
-        state = update_state(job_dir, request)
-        sup = state.get("supervisor") or {}
-        if procs.is_alive(sup.get("pid"), sup.get("start_time")):
-            procs.signal_pid(sup["pid"], 15)
+        update_state(job_dir, request)
         from .supervisor import grace_seconds
 
-        deadline = time.monotonic() + grace_seconds() + 10
+        t0 = time.monotonic()
+        deadline = t0 + grace_seconds() + 10
+        signaled = False
         while time.monotonic() < deadline:
             state = read_state(job_dir)
             if is_terminal(state["status"]):
                 return _info(state, job_dir)
-            if not procs.is_alive(sup.get("pid"), sup.get("start_time")) and state.get("supervisor"):
-                break
-            if not state.get("supervisor") and time.monotonic() > deadline - grace_seconds() - 5:
-                break
+            sup = state.get("supervisor") or {}
+            if sup:
+                if not procs.is_alive(sup.get("pid"), sup.get("start_time")):
+                    break                          # gone: clean up below
+                if not signaled:
+                    procs.signal_pid(sup["pid"], 15)   # the supervisor stops every process, then writes Canceled
+                    signaled = True
+            elif time.monotonic() - t0 > 5:
+                break                              # never started: it will see cancel_requested if it does
             time.sleep(0.05)
 
         def force(s):

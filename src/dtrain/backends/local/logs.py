@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from ..base import LogLine
 
-POLL_S = 0.2
+POLL_S = 0.1
 
 
 class FileTail:

@@ -123,7 +123,8 @@ class Supervisor:
             self.children[child.pid] = rec
 
         def mark_running(s):
-            s["status"] = "Running" if s["status"] not in TERMINAL else s["status"]
+            if s["status"] not in TERMINAL and s["status"] != "CancelRequested":
+                s["status"] = "Running"
             s["started"] = now_iso()
             s["processes"] = self.records
             s["ports"] = ports
