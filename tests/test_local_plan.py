@@ -331,3 +331,26 @@ def test_unknown_job_is_not_found(dtrain_home):
         with pytest.raises(JobNotFound):
             call()
     assert b.list() == []
+
+
+def test_datastore_output_and_input_share_a_local_folder(tmp_path):
+    from dtrain.backends.base import SubmitOptions
+    from dtrain.backends.local import LocalBackend
+    from dtrain.errors import UsageError
+    from dtrain.spec.validate import load_spec
+
+    (tmp_path / "job.yml").write_text(
+        "command: ls ${{inputs.prev}} > ${{outputs.ckpt}}/seen\nenvironment: azureml:x:1\n"
+        "inputs:\n  prev: {type: uri_folder, path: 'azureml://datastores/blob/paths/runs/ckpt'}\n"
+        "outputs:\n  ckpt: {type: uri_folder, path: 'azureml://datastores/blob/paths/runs/{name}'}\n")
+    spec, _ = load_spec(tmp_path / "job.yml")
+    home = tmp_path / "home"
+    backend = LocalBackend(home)
+    with pytest.raises(UsageError) as ei:
+        backend.plan(spec, SubmitOptions(name="ckpt"))
+    assert "let a local job write it first" in ei.value.hint
+    (home / "datastores" / "blob" / "runs" / "ckpt").mkdir(parents=True)
+    plan = backend.plan(spec, SubmitOptions(name="ckpt"))
+    env = plan.processes[0].env
+    assert env["AZURE_ML_INPUT_prev"] == str(home / "datastores" / "blob" / "runs" / "ckpt")
+    assert env["AZURE_ML_OUTPUT_ckpt"] == str(home / "datastores" / "blob" / "runs" / "ckpt")

@@ -74,8 +74,10 @@ class LocalBackend:
                 (staging / "snapshot").mkdir()
             for d in plan.output_dirs:
                 p = Path(d)
-                with contextlib.suppress(ValueError):
+                try:
                     (staging / p.relative_to(target)).mkdir(parents=True, exist_ok=True)
+                except ValueError:  # a datastore folder outside the job (see store.datastore_path)
+                    p.mkdir(parents=True, exist_ok=True)
             atomic_write_json(staging / PLAN, plan.to_dict(templates=True))
             state = {
                 "name": plan.name, "status": "Queued", "created": _now(), "started": None, "ended": None,

@@ -17,7 +17,7 @@ from ...spec.model import JobSpec, is_remote_ref
 from ..base import SubmitOptions
 from . import env as _env
 from .names import generate_name
-from .store import jobs_root, valid_name
+from .store import datastore_path, jobs_root, valid_name
 
 MPI_INSTALL_HINT = "install Open MPI: `apt-get install -y openmpi-bin` (Debian/Ubuntu) or `dnf install openmpi`"
 
@@ -112,7 +112,7 @@ def _literal(v) -> str:
     return "" if v is None else str(v)
 
 
-def _resolve_inputs(spec: JobSpec, options: SubmitOptions) -> dict:
+def _resolve_inputs(spec: JobSpec, options: SubmitOptions, home: Path | None = None) -> dict:
     inputs = spec.inputs
     mapped = dict(options.input_paths or {})
     unknown = sorted(set(mapped) - set(inputs))
@@ -134,10 +134,17 @@ def _resolve_inputs(spec: JobSpec, options: SubmitOptions) -> dict:
         path = inp.path
         if not path:
             raise UsageError(f"input '{name}' has no path", hint=f"give one locally with --input {name}=PATH")
+        ds = datastore_path(path, home)
+        if ds is not None and ds.exists():  # written by an earlier local job
+            out[name] = str(ds)
+            continue
         if is_remote_ref(path) or path.lower().startswith(("azureml", "wasb", "abfs", "adl:", "s3:", "gs:")):
+            hint = f"map it to a local copy: dtrain submit ... --local --input {name}=/path/to/local/data"
+            if ds is not None:
+                hint += f", or let a local job write it first (it is kept at {ds})"
             raise UsageError(
                 f"input '{name}' ({path}) can only be resolved by Azure ML; the local backend cannot read it",
-                hint=f"map it to a local copy: dtrain submit ... --local --input {name}=/path/to/local/data")
+                hint=hint)
         local = path[len("file:"):] if path.startswith("file:") else path
         if local.startswith("//"):
             local = local[1:]
@@ -193,10 +200,14 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     kind = d.type if d else "none"
     nodes = spec.instance_count
 
-    inputs = _resolve_inputs(spec, options)
+    inputs = _resolve_inputs(spec, options, home)
     outputs, output_dirs = {}, []
     for oname, o in spec.outputs.items():
-        if o.type == "uri_file":
+        ds = datastore_path(o.path, home, name) if o.path else None
+        if ds is not None:  # a fixed datastore path: shared across local jobs, like on Azure
+            outputs[oname] = str(ds)
+            output_dirs.append(str(ds if o.type != "uri_file" else ds.parent))
+        elif o.type == "uri_file":
             outputs[oname] = str(job_dir / "outputs" / oname)
             output_dirs.append(str(job_dir / "outputs"))
         else:

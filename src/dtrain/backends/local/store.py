@@ -29,12 +29,32 @@ LOCK = ".lock"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 
 
+_DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
+
+
 def dtrain_home() -> Path:
     return Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve()
 
 
 def jobs_root(home: Path | None = None) -> Path:
     return (home or dtrain_home()) / "jobs"
+
+
+def datastore_path(uri: str, home: Path | None = None, job_name: str | None = None) -> Path | None:
+    """azureml://datastores/<store>/paths/<path> -> $DTRAIN_HOME/datastores/<store>/<path>: the local
+    stand-in for a datastore, shared by every local job, so one job's output can be the next one's
+    input (e.g. checkpoints to resume from). None for other URIs."""
+    m = _DATASTORE_RE.match(uri or "")
+    if not m:
+        return None
+    rel = m.group(2)
+    if job_name:  # Azure expands {name} / ${{name}} in output paths to the job name
+        rel = rel.replace("${{name}}", job_name).replace("{name}", job_name)
+    root = (home or dtrain_home()) / "datastores" / m.group(1)
+    p = (root / rel.strip("/")).resolve()
+    if root.resolve() not in (p, *p.parents):
+        return None  # ".." escaping the datastore: not ours to map
+    return p
 
 
 def valid_name(name: str) -> bool:
