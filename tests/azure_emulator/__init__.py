@@ -1,6 +1,7 @@
 """Azure ML REST API emulator for tests: the real azure-ai-ml SDK talks to it over http on 127.0.0.1.
 
-    from tests.azure_emulator import AzureMLEmulator, make_ml_client
+    from azure_emulator import AzureMLEmulator, make_ml_client        # tests/ is on sys.path under pytest
+    from tests.azure_emulator import AzureMLEmulator, make_ml_client  # also works with `python -m pytest`
 """
 
 from .client import AllowHttpOnLoopbackPolicy, StaticTokenCredential, cloud_kwargs, fake_jwt, make_ml_client
@@ -17,7 +18,7 @@ from .server import (
     RecordedRequest,
     StatusScript,
 )
-from .spec import SpecValidator, load_example, validate_job_body
+from .spec import PREVIEW_MFE, STABLE_MFE, SpecValidator, load_example, validate_job_body
 
 __all__ = [
     "AllowHttpOnLoopbackPolicy",
@@ -30,6 +31,8 @@ __all__ = [
     "RecordedRequest",
     "STORAGE_ACCOUNT",
     "SUBSCRIPTION_ID",
+    "PREVIEW_MFE",
+    "STABLE_MFE",
     "SpecValidator",
     "StaticTokenCredential",
     "StatusScript",

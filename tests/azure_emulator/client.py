@@ -6,7 +6,7 @@ import base64
 import json
 import threading
 import time
-from typing import Any, Iterable, List, Optional, Union
+from typing import Any, List, Optional, Union
 
 from urllib.parse import urlsplit
 
@@ -31,31 +31,37 @@ def fake_jwt(audience: str = "https://management.azure.com/", tenant_id: str = "
 
 
 class StaticTokenCredential:
-    """A TokenCredential handing out fixed bearer tokens (no Azure AD).
+    """A TokenCredential handing out a bearer token without Azure AD.
 
-    ``tokens`` may be one token or a sequence: each *fresh* request for a token (the SDK asks again
-    after a 401 challenge, or when the cached one is near expiry) hands out the next one, the last
-    being reused.  Implements both ``get_token`` and ``get_token_info`` (azure-core >= 1.31 prefers
-    the latter).
+    ``token=None`` (default) mints a fresh unsigned fake JWT per request whose ``aud`` is the
+    requested scope without ``/.default``; a string is handed out as is.  :meth:`rotate` changes
+    the token handed out from then on: azure-core caches a token per service client and only asks
+    again when it nears expiry or after a 401 challenge, so ``rotate`` + ``emu.expire_token(old)``
+    exercises the refresh path.  Implements ``get_token`` and ``get_token_info`` (azure-core >= 1.31
+    prefers the latter).  ``requests`` lists each token request's scopes and claims.
     """
 
-    def __init__(self, tokens: Union[str, Iterable[str], None] = None, expires_in: int = 3600) -> None:
-        if tokens is None:
-            tokens = fake_jwt(expires_in=expires_in)
-        self._tokens: List[str] = [tokens] if isinstance(tokens, str) else list(tokens)
-        if not self._tokens:
-            raise ValueError("at least one token is needed")
-        self._next = 0
-        self._lock = threading.Lock()
+    def __init__(self, token: Optional[str] = None, expires_in: int = 3600) -> None:
+        self.token = token
         self.expires_in = expires_in
-        self.requests: List[dict] = []  # (scopes, claims) of each token request
+        self._lock = threading.Lock()
+        self._minted = 0
+        self.requests: List[dict] = []
+
+    def rotate(self, token: Optional[str]) -> None:
+        with self._lock:
+            self.token = token
 
     def _take(self, scopes: tuple, claims: Optional[str]) -> str:
         with self._lock:
             self.requests.append({"scopes": scopes, "claims": claims})
-            token = self._tokens[min(self._next, len(self._tokens) - 1)]
-            self._next += 1
-            return token
+            if self.token is not None:
+                return self.token
+            self._minted += 1
+            scope = scopes[0] if scopes else ""
+            audience = scope[: -len("/.default")] if scope.endswith("/.default") else scope
+            return fake_jwt(audience=audience or "https://management.azure.com/", expires_in=self.expires_in,
+                            jti=str(self._minted))
 
     def get_token(self, *scopes: str, claims: Optional[str] = None, tenant_id: Optional[str] = None,
                   enable_cae: bool = False, **kwargs: Any) -> AccessToken:
@@ -116,9 +122,9 @@ def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None) -> dict:
     }
 
 
-def make_ml_client(emu: Any, token: Union[str, Iterable[str], Any, None] = None, **kwargs: Any):
-    """A real MLClient for the emulator's workspace.  ``token`` is a token string, a list of tokens
-    (see :class:`StaticTokenCredential`), a credential object, or None for an unsigned fake JWT.  Extra kwargs go to MLClient
+def make_ml_client(emu: Any, token: Union[str, Any, None] = None, **kwargs: Any):
+    """A real MLClient for the emulator's workspace.  ``token`` is a token string, a credential
+    object, or None for fake JWTs (see :class:`StaticTokenCredential`).  Extra kwargs go to MLClient
     (e.g. ``retry_total=3``)."""
     from azure.ai.ml import MLClient
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
@@ -164,6 +164,7 @@ class AzureMLEmulator:
         *,
         validator: Optional[SpecValidator] = None,
         validate_jobs: bool = True,
+        check_references: bool = True,
         page_size: int = 20,
         require_bearer: bool = True,
         lro_retry_after: float = 1,
@@ -175,6 +176,7 @@ class AzureMLEmulator:
         self.workspace_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{subscription_id}/{resource_group}/{workspace}"))
         self.validator = validator
         self.validate_jobs = validate_jobs
+        self.check_references = check_references
         self.page_size = page_size
         self.require_bearer = require_bearer
         self.lro_retry_after = lro_retry_after
@@ -215,7 +217,8 @@ class AzureMLEmulator:
         server.daemon_threads = True
         self._server = server
         self.port = server.server_address[1]
-        self._thread = threading.Thread(target=server.serve_forever, name="azureml-emulator", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="azureml-emulator", daemon=True)
         self._thread.start()
         return self
 
@@ -506,7 +509,8 @@ class AzureMLEmulator:
             if n == 2 and method == "PUT":
                 return self._put_job(parts[1], body)
             if n == 2 and method == "GET":
-                return _json(200, self._job_resource(self._job(parts[1]), advance=True))
+                with self._lock:
+                    return _json(200, self._job_resource(self._job(parts[1]), advance=True))
             if n == 2 and method == "DELETE":
                 with self._lock:
                     self._job(parts[1])
@@ -614,6 +618,8 @@ class AzureMLEmulator:
                 with self._lock:
                     self.violations.append({"name": name, "errors": errors, "body": body})
                 raise HTTPError(400, "UserError", "Job body does not match the REST spec: " + "; ".join(errors))
+        if self.check_references:
+            self._check_job_references(body["properties"])
         with self._lock:
             self.job_puts.append((name, copy.deepcopy(body)))
             if name in self._jobs:
@@ -625,6 +631,27 @@ class AzureMLEmulator:
             state = JobState(name=name, body=copy.deepcopy(body), created=time.time(), script=script)
             self._jobs[name] = state
             return _json(201, self._job_resource(state, advance=False))
+
+    def _check_job_references(self, props: Dict[str, Any]) -> None:
+        """Compute, code and environment ids pointing into this workspace must exist."""
+        prefix = self.workspace_arm_id.lower() + "/"
+        for field_name, kind in (("computeId", "computes"), ("codeId", "codes"), ("environmentId", "environments")):
+            rid = props.get(field_name)
+            if not isinstance(rid, str) or not rid.lower().startswith(prefix):
+                continue
+            parts = rid[len(prefix):].split("/")
+            with self._lock:
+                if kind == "computes" and len(parts) == 2:
+                    found = parts[1] in self.computes
+                elif len(parts) == 4 and parts[2] == "versions":
+                    found = (parts[1], parts[3]) in (self.codes if kind == "codes" else self.environments)
+                else:
+                    found = False
+            if not found:
+                with self._lock:
+                    self.violations.append({"name": props.get("displayName"), "errors": [f"{field_name}: {rid} not found"],
+                                            "body": {"properties": props}})
+                raise HTTPError(400, "UserError", f"{field_name} {rid} was not found in workspace {self.workspace}.")
 
     def _position(self, state: JobState, advance: bool) -> float:
         """Progress of a job through its script, in steps."""
@@ -721,8 +748,8 @@ class AzureMLEmulator:
         return 202, {
             "Location": f"{base}/operationResults/{op_id}?api-version=2023-04-01-preview",
             "Azure-AsyncOperation": f"{base}/operationStatuses/{op_id}?api-version=2023-04-01-preview",
-            "Retry-After": _num(self.lro_retry_after),
             "Content-Length": "0",
+            **_retry_after(self.lro_retry_after),
         }, b""
 
     def _operation(self, kind: str, op_id: str) -> Tuple[int, Dict[str, str], bytes]:
@@ -732,7 +759,7 @@ class AzureMLEmulator:
             op = self._operations[op_id]
             state = self._jobs.get(op["job"])
             done = state is None or self._status(state, advance=True) != "CancelRequested"
-        retry = {"Retry-After": _num(self.lro_retry_after)}
+        retry = _retry_after(self.lro_retry_after)
         if kind == "operationstatuses":
             body = {"id": op_id, "name": op_id, "status": "Succeeded" if done else "InProgress",
                     "startTime": _now_iso(op["created"])}
@@ -1093,6 +1120,14 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+def _retry_after(seconds: float) -> Dict[str, str]:
+    """ARM sends whole seconds (the SDK deserializes the LRO Retry-After header as int); a
+    fractional delay is sent as x-ms-retry-after-ms, which azure-core's polling also honours."""
+    if float(seconds).is_integer():
+        return {"Retry-After": str(int(seconds))}
+    return {"x-ms-retry-after-ms": str(int(round(seconds * 1000)))}
+
+
 def _meta(headers: Dict[str, str]) -> Dict[str, str]:
     return {k[len("x-ms-meta-"):]: v for k, v in headers.items() if k.startswith("x-ms-meta-")}
 
@@ -1154,8 +1189,11 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = split.path
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            raw = self._read_chunked()
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         auth = headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
@@ -1225,6 +1263,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._reset()
             return
         self._send(status, out_headers, payload)
+
+    def _read_chunked(self) -> bytes:
+        data = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return data
+            data += self.rfile.read(size)
+            self.rfile.readline()
 
     def _error(self, record: RecordedRequest, status: int, code: str, message: str,
                headers: Dict[str, str], blob: bool) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 _DEFAULT_CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
-CONFORMANCE_DIR = Path(os.environ.get("DTRAIN_CONFORMANCE_DIR", str(_DEFAULT_CONFORMANCE)))
+CONFORMANCE_DIR = Path(os.environ.get("DTRAIN_CONFORMANCE", str(_DEFAULT_CONFORMANCE))).resolve()
 REST_SPEC_DIR = CONFORMANCE_DIR / "rest-spec"
 MFE_DIR = (
     REST_SPEC_DIR
