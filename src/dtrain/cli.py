@@ -28,6 +28,10 @@ app = typer.Typer(
 SetOpt = typer.Option(None, "--set", metavar="PATH=VALUE",
                       help="Override a spec value, as `az ml job create --set` does (repeatable).")
 OutputOpt = typer.Option("text", "--output", "-o", help="text or json.")
+# Azure ML workspace: flags win over DTRAIN_*/AZURE_* variables, which win over config.json.
+SubOpt = typer.Option(None, "--subscription", envvar=None, help="Azure subscription id.")
+RgOpt = typer.Option(None, "--resource-group", "-g", help="Azure resource group.")
+WsOpt = typer.Option(None, "--workspace", "-w", help="Azure ML workspace name.")
 
 
 def _version(value: bool):
@@ -175,8 +179,12 @@ def submit(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="With --wait: stop waiting after S seconds "
                                             "(exit 4; the job keeps running)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="With --wait: do not stream logs."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome."""
+    _workspace_flags(subscription, resource_group, workspace)
     from .output import note, out, out_json
 
     _check_output(output)
@@ -202,8 +210,12 @@ def status(
     name: str = typer.Argument(..., metavar="NAME"),
     output: str = OutputOpt,
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
+    _workspace_flags(subscription, resource_group, workspace)
     from .output import out, out_json
 
     _check_output(output)
@@ -222,8 +234,12 @@ def logs(
     rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
     output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """Print every rank's logs, each line prefixed with its node and rank."""
+    _workspace_flags(subscription, resource_group, workspace)
     from .output import log_prefix, out, out_jsonl
 
     _check_output(output, ("text", "jsonl"))
@@ -242,8 +258,12 @@ def list_(
     limit: int = typer.Option(50, "--limit", help="At most this many jobs, newest first."),
     local: bool = typer.Option(False, "--local", help="Local jobs only."),
     output: str = OutputOpt,
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """List jobs, newest first."""
+    _workspace_flags(subscription, resource_group, workspace)
     from .output import out, out_json
 
     _check_output(output)
@@ -263,8 +283,12 @@ def cancel(
     name: str = typer.Argument(..., metavar="NAME"),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     output: str = OutputOpt,
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """Cancel a job: every process of it is stopped."""
+    _workspace_flags(subscription, resource_group, workspace)
     from .output import out, out_json
 
     _check_output(output)
@@ -281,9 +305,13 @@ def wait_(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4)."),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """Wait for jobs to end; exit with the worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 <
     infrastructure 5 < lost 7)."""
+    _workspace_flags(subscription, resource_group, workspace)
     _check_output(output, ("text", "jsonl"))
     _follow(names, None, output=output, timeout=timeout, stream=False, local=local)
 
@@ -297,9 +325,13 @@ def watch(
     interval: float = typer.Option(5.0, "--interval", help="Seconds between polls."),
     output: str = typer.Option("text", "--output", "-o", help="text (a live table) or jsonl (status events)."),
     once: bool = typer.Option(False, "--once", help="Print the table once and exit."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
 ):
     """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
     Ends when every watched job has ended; exits like `wait`."""
+    _workspace_flags(subscription, resource_group, workspace)
     from . import follow
     from .watch import watch_jobs
 
@@ -331,9 +363,16 @@ def _load(path: str, sets):
     return spec
 
 
+def _workspace_flags(subscription, resource_group, workspace) -> None:
+    _state["workspace"] = {"subscription": subscription, "resource_group": resource_group,
+                           "workspace": workspace}
+
+
 def _get_backend(name: str):
     from .backends import get_backend
 
+    if name == "azureml":
+        return get_backend(name, **_state.get("workspace", {}))
     return get_backend(name)
 
 
@@ -350,9 +389,10 @@ def _backend_for(name: str, local: bool):
 
 
 def _azure_configured() -> bool:
-    from .backends.workspace import azure_configured
+    from .backends.workspace import resolve
 
-    return azure_configured()
+    ws, _ = resolve(**_state.get("workspace", {}))
+    return ws is not None
 
 
 def _pairs(items, flag: str) -> dict:

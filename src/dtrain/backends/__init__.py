@@ -4,7 +4,7 @@ from __future__ import annotations
 from .base import Backend
 
 
-def get_backend(name: str) -> Backend:
+def get_backend(name: str, **options) -> Backend:
     if name == "local":
         from .local import LocalBackend
 
@@ -12,5 +12,5 @@ def get_backend(name: str) -> Backend:
     if name == "azureml":
         from .azure import AzureBackend
 
-        return AzureBackend()
+        return AzureBackend(**options)
     raise ValueError(f"unknown backend {name!r}")
