@@ -89,3 +89,23 @@ def test_scaffold_runs_locally_unchanged(cli, tmp_path):
     assert cli("init", d, "-t", "model-parallel").returncode == 0
     r = cli("submit", d / "job.yml", "--local", "--wait", env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_new_job_resumes_from_the_last_checkpoint(cli, tmp_path):
+    """Stop after a checkpoint, submit again with the same checkpoint output: training continues from
+    that step. The output is a fixed datastore path, which local jobs share as Azure jobs do."""
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    template = T.TEMPLATES_DIR / "model-parallel.yml"
+    ckpt = "outputs.checkpoints.path=azureml://datastores/workspaceblobstore/paths/ckpt/run1"
+    first = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=1",
+                env=env, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    steps_1 = int(re.findall(r"final_loss=\S+ step=(\d+)", first.stdout)[-1])
+    assert (tmp_path / "home" / "datastores" / "workspaceblobstore" / "ckpt" / "run1").is_dir()
+    second = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=2",
+                 env=env, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert re.search(rf"resumed from step {steps_1}\b", second.stdout), second.stdout[-2000:]
+    steps_2 = int(re.findall(r"final_loss=\S+ step=(\d+)", second.stdout)[-1])
+    assert steps_2 == 2 * steps_1
