@@ -216,15 +216,9 @@ def status(
 ):
     """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
     _workspace_flags(subscription, resource_group, workspace)
-    from .output import out, out_json
 
     _check_output(output)
-    info = _backend_for(name, local).status(name)
-    if output == "json":
-        out_json(info.to_dict())
-    else:
-        out(f"{info.name}\t{info.status}")
-        _print_failure(info)
+    _print_info(_backend_for(name, local).status(name), output)
 
 
 @app.command()
@@ -289,14 +283,9 @@ def cancel(
 ):
     """Cancel a job: every process of it is stopped."""
     _workspace_flags(subscription, resource_group, workspace)
-    from .output import out, out_json
 
     _check_output(output)
-    info = _backend_for(name, local).cancel(name)
-    if output == "json":
-        out_json(info.to_dict())
-    else:
-        out(f"{info.name}\t{info.status}")
+    _print_info(_backend_for(name, local).cancel(name), output)
 
 
 @app.command("wait")
@@ -417,6 +406,17 @@ def _submit_options(name, inputs):
             raise UsageError(f"--name '{name}' is not a valid job name", hint=JOB_NAME_HINT)
     paths = {k: os.path.abspath(v) for k, v in _pairs(inputs, "--input").items()}
     return SubmitOptions(name=name, input_paths=paths)
+
+
+def _print_info(info, output: str) -> None:
+    """One job: `name<TAB>status` (and why it failed) on a terminal, or its JSON."""
+    from .output import out, out_json
+
+    if output == "json":
+        out_json(info.to_dict())
+        return
+    out(f"{info.name}\t{info.status}" + ("\t(timed out)" if info.timed_out else ""))
+    _print_failure(info)
 
 
 def _print_failure(info) -> None:
