@@ -114,3 +114,14 @@ def test_watch_once_and_jsonl(cli, write, env):
     assert r.returncode == 0
     assert json.loads(r.stdout.splitlines()[-1]) == {"event": "status", "job": info["name"],
                                                       "status": "Completed", "timed_out": False}
+
+
+def test_secrets_in_the_shell_never_reach_state_or_output(cli, write, env, tmp_path):
+    secret = "s3cr3t-value-9f1c"
+    env = dict(env, AZURE_CLIENT_SECRET=secret, DTRAIN_ARM_TOKEN=secret)
+    r = cli("submit", spec(write, "echo done"), "--wait", "--output", "json", env=env)
+    assert r.returncode == 0
+    assert secret not in r.stdout + r.stderr
+    for f in (tmp_path / "home").rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f
