@@ -21,14 +21,14 @@ import os
 import re
 import sys
 import tempfile
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Tuple
 
 import numpy as np
 
 EXIT_ENV = 2  # exit code when the launch environment is missing or wrong
 
 
-def fail(script: str, message: str, code: int = EXIT_ENV) -> "NoReturn":  # noqa: F821
+def fail(script: str, message: str, code: int = EXIT_ENV) -> NoReturn:
     """Print ``<script>: <message>`` on one line to stderr and exit."""
     print(f"{os.path.basename(script)}: {message}", file=sys.stderr, flush=True)
     sys.exit(code)

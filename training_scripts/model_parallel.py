@@ -42,7 +42,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
+REQUIRED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -96,7 +96,8 @@ def main(argv=None) -> int:
     device = tc.pick_device(local_rank, __file__)
     tc.setup_process(common.env_int("LOCAL_WORLD_SIZE", world), device)
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo", init_method="env://",
-                            timeout=datetime.timedelta(seconds=args.timeout_s))
+                            timeout=datetime.timedelta(seconds=args.timeout_s),
+                            device_id=device if device.type == "cuda" else None)
     is_first, is_last = rank == 0, rank == world - 1
     out_dir = common.output_dir(args)
     logger = common.MetricLogger(enabled=rank == 0)
@@ -225,8 +226,7 @@ def main(argv=None) -> int:
     print(f"rank={rank} stage_time_s={elapsed:.2f} steps={step - start_step}", flush=True)
     if rank == 0:
         print(f"final_loss={final_loss:.6f} step={step}", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    tc.shutdown_process_group()
     return 0
 
 

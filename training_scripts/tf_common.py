@@ -56,14 +56,13 @@ def configure_threads(n: int) -> None:
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(n)
-    tf.config.threading.set_inter_op_parallelism_threads(max(1, min(2, n)))
 
 
 class MLP:
     """``layers`` x (Dense + GELU) followed by a linear output layer.
 
-    Weights are initialised from numpy with ``seed`` so every worker (and the
-    PyTorch scripts' teacher/student setup) starts from the same point.
+    Weights are initialised from numpy with ``seed`` so every worker builds
+    the same initial model (and a restart without checkpoint is reproducible).
     Create it inside ``strategy.scope()``.
     """
 

@@ -87,7 +87,9 @@ def main(argv=None) -> int:
     x, y = common.get_data(args)
     args.in_dim, args.out_dim = x.shape[1], y.shape[1]
     per_worker = len(x) // n_tasks
-    steps_per_epoch = per_worker // args.batch_size
+    # --batch-size is per replica; a worker with several GPUs has several replicas.
+    local_replicas = max(1, strategy.num_replicas_in_sync // n_tasks)
+    steps_per_epoch = per_worker // (args.batch_size * local_replicas)
     if steps_per_epoch == 0:
         common.fail(__file__, f"{len(x)} samples are not enough for {n_tasks} workers x batch {args.batch_size}",
                     code=1)
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
         def dataset_fn(ctx: tf.distribute.InputContext):
             batch = ctx.get_per_replica_batch_size(global_batch)
             ds = tf.data.Dataset.from_tensor_slices((x[mine], y[mine]))
-            return ds.batch(batch, drop_remainder=True).skip(skip_batches).prefetch(2)
+            return ds.batch(batch, drop_remainder=True).skip(skip_batches * local_replicas).prefetch(2)
 
         options = tf.distribute.InputOptions(experimental_fetch_to_device=True)
         return strategy.distribute_datasets_from_function(dataset_fn, options)
@@ -185,8 +187,8 @@ def main(argv=None) -> int:
     if last_saved != step:
         save(step)
     elapsed = time.perf_counter() - run_start
-    print(f"worker={task_id} samples_per_s={(step - start_step) * args.batch_size / max(elapsed, 1e-9):.1f} "
-          f"time_s={elapsed:.2f}", flush=True)
+    samples = (step - start_step) * args.batch_size * local_replicas
+    print(f"worker={task_id} samples_per_s={samples / max(elapsed, 1e-9):.1f} time_s={elapsed:.2f}", flush=True)
     if is_chief:
         print(f"final_loss={final_loss:.6f} step={step}", flush=True)
     return 0

@@ -99,7 +99,9 @@ def serve_until_coordinator_exits(cfg: Dict[str, Any], args: argparse.Namespace)
     os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
     task = cfg["task"]
     n = tf_common.threads_for_cluster(cfg)
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=n, inter_op_parallelism_threads=max(1, min(2, n)))
+    # inter-op threads stay at TF's default: a worker blocks threads on Recv
+    # from the ps tasks, and a too-small inter-op pool deadlocks.
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=n)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     tf.distribute.Server(resolver.cluster_spec(), job_name=task["type"], task_index=int(task["index"]),
                          protocol=resolver.rpc_layer or "grpc", config=config, start=True)

@@ -95,8 +95,39 @@ class TorchComm(Comm):
         return ddp, optimizer
 
     def close(self) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        shutdown_process_group()
+
+
+def shutdown_process_group(timeout_s: float = 60.0) -> None:
+    """Leave the process group in an order that cannot race.
+
+    A barrier first, so nobody leaves while rank 0 still writes the final
+    checkpoint.  Then rank 0 -- which hosts the TCPStore and is every other
+    rank's peer -- leaves *last*: the others destroy their group and check in
+    on the store; rank 0 waits for all of them.  Without this ordering gloo
+    occasionally aborts a rank whose peer exits mid-teardown ("terminate
+    called without an active exception").
+    """
+    if not dist.is_initialized():
+        return
+    dist.barrier()
+    try:
+        store = dist.distributed_c10d._get_default_store()  # kept alive past destroy
+    except Exception:  # noqa: BLE001 - private API; fall back to a plain teardown
+        store = None
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dist.destroy_process_group()
+    if store is None or world == 1:
+        return
+    try:
+        if rank != 0:
+            store.add("dtrain_left", 1)
+        else:
+            deadline = time.monotonic() + timeout_s
+            while store.add("dtrain_left", 0) < world - 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+    except Exception:  # noqa: BLE001 - a peer already gone is fine at this point
+        pass
 
 
 def pick_device(local_rank: int, script: str) -> torch.device:
