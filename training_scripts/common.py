@@ -261,5 +261,13 @@ def lr_factor(step: int, warmup: int) -> float:
 __all__: List[str] = [
     "EXIT_ENV", "fail", "env_int", "cpu_threads", "make_dataset", "load_data_dir", "get_data",
     "add_common_args", "output_dir", "atomic_write", "list_checkpoints", "prune_checkpoints",
-    "MetricLogger", "plan_steps", "lr_factor",
+    "MetricLogger", "plan_steps", "lr_factor", "add_torch_args",
 ]
+
+
+def add_torch_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
+    p.add_argument("--fp32", action="store_true",
+                   help="plain fp32 on GPU: no bf16 autocast and no TF32 (the baseline for benchmarks)")
+    return p

@@ -49,6 +49,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="GPipe-style pipeline parallel training")
     common.add_common_args(p, batch_size=64, lr=3e-3, epochs=6, hidden=64)
     p.set_defaults(layers=4)
+    common.add_torch_args(p)  # torch flags, defined without importing torch
     p.add_argument("--micro-batches", type=int, default=4, help="micro-batches per mini-batch")
     p.add_argument("--timeout-s", type=int, default=600, help="rendezvous/collective timeout")
     return p.parse_args(argv)
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
     import torch_common as tc
 
     device = tc.pick_device(local_rank, __file__)
-    tc.setup_process(common.env_int("LOCAL_WORLD_SIZE", world), device)
+    tc.setup_process(common.env_int("LOCAL_WORLD_SIZE", world), device, tf32=not args.fp32)
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo", init_method="env://",
                             timeout=datetime.timedelta(seconds=args.timeout_s),
                             device_id=device if device.type == "cuda" else None)

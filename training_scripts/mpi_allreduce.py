@@ -54,8 +54,7 @@ DEFAULT_PORT = 29510
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="MPI/Horovod data-parallel training (Azure ML distribution: mpi)")
     common.add_common_args(p)
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
-    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
+    common.add_torch_args(p)  # torch flags, defined without importing torch
     p.add_argument("--backend", choices=("auto", "horovod", "torch"), default="auto",
                    help="auto: Horovod when importable, else torch.distributed")
     p.add_argument("--timeout-s", type=int, default=600, help="rendezvous/collective timeout")
@@ -165,7 +164,7 @@ def main(argv=None) -> int:
             common.fail(__file__, f"--backend horovod but horovod.torch cannot be imported ({exc})")
     else:
         comm = torch_comm(tc, args)
-    tc.setup_process(comm.local_world_size, comm.device)
+    tc.setup_process(comm.local_world_size, comm.device, tf32=not args.fp32)
     try:
         tc.train(args, comm, __file__)
     finally:

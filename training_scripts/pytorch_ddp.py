@@ -46,8 +46,7 @@ REQUIRED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="PyTorch DDP training (Azure ML distribution: pytorch)")
     common.add_common_args(p)
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
-    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
+    common.add_torch_args(p)  # torch flags, defined without importing torch
     p.add_argument("--timeout-s", type=int, default=600, help="rendezvous/collective timeout")
     return p.parse_args(argv)
 
@@ -74,7 +73,7 @@ def main(argv=None) -> int:
     import torch_common as tc
 
     device = tc.pick_device(local_rank, __file__)
-    tc.setup_process(local_world_size, device)
+    tc.setup_process(local_world_size, device, tf32=not args.fp32)
     backend = "nccl" if device.type == "cuda" else "gloo"
     # init_method="env://" reads MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE.
     dist.init_process_group(backend=backend, init_method="env://",

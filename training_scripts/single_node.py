@@ -38,8 +38,7 @@ import common  # noqa: E402
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common.add_common_args(p)
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
-    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
+    common.add_torch_args(p)  # torch flags, defined without importing torch
     return p.parse_args(argv)
 
 
@@ -53,7 +52,7 @@ def main(argv=None) -> int:
     import torch_common as tc  # imports torch; after the cheap checks
 
     device = tc.pick_device(0, __file__)
-    tc.setup_process(1, device)
+    tc.setup_process(1, device, tf32=not args.fp32)
     tc.train(args, tc.Comm(device=device), __file__)
     return 0
 

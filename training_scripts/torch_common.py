@@ -141,16 +141,17 @@ def pick_device(local_rank: int, script: str) -> torch.device:
     return torch.device("cpu")
 
 
-def setup_process(local_world_size: int, device: torch.device) -> None:
-    """CPU threads against oversubscription; TF32 matmuls/convs on GPU."""
+def setup_process(local_world_size: int, device: torch.device, tf32: bool = True) -> None:
+    """CPU threads against oversubscription; TF32 matmuls/convs on GPU (unless --fp32)."""
     torch.set_num_threads(common.cpu_threads(local_world_size))
-    if device.type == "cuda":
+    if device.type == "cuda" and tf32:
         if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
             torch.backends.cuda.matmul.fp32_precision = "tf32"
             torch.backends.cudnn.conv.fp32_precision = "tf32"
         else:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
+    if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
 
 
@@ -283,7 +284,8 @@ def train(args: argparse.Namespace, comm: Comm, script: str) -> float:
             print(f"resumed from step {step} epoch {ckpt['epoch']} ({found[latest]}){note}", flush=True)
     comm.after_resume(model, optimizer)
 
-    use_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported() and not args.no_bf16
+    use_bf16 = (device.type == "cuda" and torch.cuda.is_bf16_supported() and not args.no_bf16
+                and not getattr(args, "fp32", False))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else contextlib.nullcontext
     if comm.is_main:
         print(f"{os.path.basename(script)}: world_size={comm.world_size} backend={comm.backend} "
@@ -363,9 +365,3 @@ def train(args: argparse.Namespace, comm: Comm, script: str) -> float:
     if comm.is_main:
         print(f"final_loss={final_loss:.6f} step={step}", flush=True)
     return final_loss
-
-
-def add_torch_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
-    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
-    return p
