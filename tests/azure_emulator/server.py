@@ -93,6 +93,7 @@ class RecordedRequest:
     time: float
     status: Optional[int] = None
     fault: Optional[str] = None
+    response_bytes: int = 0  # body bytes answered (benchmarks: bytes fetched per byte of log)
 
     @property
     def api_version(self) -> Optional[str]:
@@ -141,6 +142,9 @@ class JobState:
     cancel_reads: int = 0
     cancel_final: Optional[float] = None
     extra_log: Dict[int, str] = field(default_factory=dict)
+    # (generated lines at the time, text) per rank: appended text stays where it was written, so a
+    # log only ever grows at its end, as real log files do (Range reads rely on that)
+    appended: Dict[int, List[Tuple[int, str]]] = field(default_factory=dict)
     frozen_position: Optional[float] = None
     puts: int = 1
 
@@ -404,6 +408,9 @@ class AzureMLEmulator:
         with self._lock:
             state = self._jobs[job]
             state.extra_log[rank] = state.extra_log.get(rank, "") + text
+            names = self._log_names(state)
+            generated = len(self._generated_lines(state, names[rank], rank, len(names))) if rank < len(names) else 0
+            state.appended.setdefault(rank, []).append((generated, text))
 
     # -- read access for tests -------------------------------------------------------------------------
     @property
@@ -931,6 +938,17 @@ class AzureMLEmulator:
         if name not in names:
             raise KeyError(name)
         rank = names.index(name)
+        lines = self._generated_lines(state, name, rank, len(names))
+        out, done = [], 0
+        for at, text in state.appended.get(rank, []):
+            at = min(at, len(lines))
+            out.extend(line + "\n" for line in lines[done:at])
+            done = max(done, at)
+            out.append(text)
+        out.extend(line + "\n" for line in lines[done:])
+        return "".join(out)
+
+    def _generated_lines(self, state: JobState, name: str, rank: int, world: int) -> List[str]:
         statuses = state.script.statuses
         position = self._position(state, advance=False)
         if state.cancel_requested is not None:
@@ -942,7 +960,6 @@ class AzureMLEmulator:
             terminal = next((i for i, s in enumerate(statuses) if s in TERMINAL_STATUSES), len(statuses))
             upto = min(position, terminal)
             count = int((upto - start) * state.script.log_lines_per_step) + 1 if upto >= start else 0
-            world = len(names)
             for k in range(count):
                 lines.append(
                     f"[rank {rank}/{world}] {state.name} step {k}: loss={1.0 / (k + 1):.4f}" if k
@@ -950,8 +967,7 @@ class AzureMLEmulator:
                 )
             if position >= terminal and terminal < len(statuses) and statuses[terminal] == "Completed":
                 lines.append(f"[rank {rank}/{world}] {state.name} finished")
-        text = "".join(line + "\n" for line in lines)
-        return text + state.extra_log.get(rank, "")
+        return lines
 
     # -- blob storage (path style: /<account>/<container>/<blob>) ------------------------------------------
     def _blob(self, method: str, rest: str, query: Dict[str, str], headers: Dict[str, str],
@@ -1262,6 +1278,7 @@ class _Handler(BaseHTTPRequestHandler):
             record.fault = "reset after processing"
             self._reset()
             return
+        record.response_bytes = 0 if self.command == "HEAD" else len(payload)
         self._send(status, out_headers, payload)
 
     def _read_chunked(self) -> bytes:

@@ -1,0 +1,380 @@
+"""The Azure ML backend end to end: `python -m dtrain` (and AzureBackend in-process) through the real
+azure-ai-ml SDK and its HTTP pipeline, against the emulator in tests/azure_emulator. Nothing of the
+SDK is mocked: the emulator answers over http on 127.0.0.1 (DTRAIN_ARM_ENDPOINT + DTRAIN_ARM_TOKEN)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from azure_emulator import AzureMLEmulator, fake_jwt, validate_job_body
+
+TRAIN_PY = "import sys\nprint('training', sys.argv[1:])\n"
+JOB_YML = """\
+command: python train.py --epochs ${{inputs.epochs}} --lr ${{inputs.lr}}
+code: src
+inputs:
+  epochs: 3
+  lr: 0.01
+environment:
+  image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04
+compute: azureml:gpu-cluster
+resources:
+  instance_count: 2
+  shm_size: 16g
+distribution:
+  type: pytorch
+  process_count_per_instance: 2
+environment_variables:
+  NCCL_DEBUG: INFO
+experiment_name: emulator-tests
+display_name: emulated
+tags: {suite: azure}
+"""
+# SDK-resolved at submit: uploaded code, registered anonymous environment, compute name -> ARM id.
+RESOLVED = ("codeId", "environmentId", "computeId")
+_SCRUB = ("DTRAIN_", "AZURE_", "AZUREML_", "GITHUB_", "TF_BUILD", "SYSTEM_")
+
+
+@pytest.fixture
+def emu(monkeypatch):
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as e:
+        yield e
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(TRAIN_PY)
+    (tmp_path / "job.yml").write_text(JOB_YML)
+    return tmp_path
+
+
+def base_env(tmp: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
+    env.update(DTRAIN_HOME=str(tmp / "dtrain-home"), NO_COLOR="1")
+    env.pop("FORCE_COLOR", None)
+    return env
+
+
+def emu_env(emu, tmp: Path, **extra) -> dict:
+    env = base_env(tmp)
+    env.update(DTRAIN_ARM_ENDPOINT=emu.url, DTRAIN_ARM_TOKEN=fake_jwt(audience=emu.url + "/"),
+               DTRAIN_SUBSCRIPTION_ID=emu.subscription_id, DTRAIN_RESOURCE_GROUP=emu.resource_group,
+               DTRAIN_WORKSPACE=emu.workspace, DTRAIN_AZURE_POLL_CAP_S="0.5", DTRAIN_AZURE_LOG_POLL_S="0.1",
+               DTRAIN_AZURE_LOG_POLL_CAP_S="0.4", DTRAIN_AZURE_RETRY_BACKOFF_S="0.1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def dtrain(*args, env, cwd, timeout=60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dtrain", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def expected_lines(emu, job: str) -> dict[int, list[str]]:
+    """rank -> the lines the emulator holds for that rank."""
+    out = {}
+    for i, name in enumerate(emu.log_file_names(job)):
+        out[i] = emu.log_content(job, name).splitlines()
+    return out
+
+
+def printed_lines(stdout: str) -> dict[int, list[str]]:
+    """rank -> lines printed with a `nN/rR | ` prefix, in order."""
+    out: dict[int, list[str]] = {}
+    for line in stdout.splitlines():
+        if " | " not in line or not line.startswith("n"):
+            continue
+        tag, _, text = line.partition(" | ")
+        rank = int(tag.strip().split("/r")[1])
+        out.setdefault(rank, []).append(text)
+    return out
+
+
+def job_puts(emu, name=None):
+    return [r for r in emu.requests_to(r"/workspaces/[^/]+/jobs/[^/]+$", "PUT") if name is None or r.path.endswith("/" + name)]
+
+
+# --- submit and the recorded body --------------------------------------------------------------
+
+def test_submit_prints_name_and_sends_what_render_shows(emu, project):
+    env = emu_env(emu, project)
+    r = dtrain("submit", "job.yml", "--name", "body-check", "--set", "inputs.epochs=5", env=env, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "body-check"
+    assert f"{emu.url}/studio/runs/body-check" in r.stderr
+    assert "experimental" not in r.stderr and "\x1b" not in r.stderr      # no SDK noise
+
+    sent = emu.jobs["body-check"]["properties"]
+    assert validate_job_body(emu.jobs["body-check"]) == [] and emu.violations == []
+    rendered = json.loads(dtrain("render", "job.yml", "--format", "rest", "--set", "inputs.epochs=5",
+                                 env=env, cwd=project).stdout)
+    assert {k: v for k, v in sent.items() if k not in RESOLVED} == \
+           {k: v for k, v in rendered.items() if k not in RESOLVED}
+    assert sent["computeId"] == emu.arm_id("computes", "gpu-cluster")
+    env_name, _, env_version = rendered["environmentId"].removeprefix("azureml:").partition(":")
+    assert sent["environmentId"] == emu.arm_id("environments", env_name, env_version)
+    assert "/codes/" in sent["codeId"] and rendered["codeId"] == "src"
+    assert sent["inputs"]["epochs"] == {"jobInputType": "literal", "value": "5"}
+    # the code snapshot went up once, through the SAS URL
+    assert [Path(n).name for n in emu.uploaded_files()] == ["train.py"]
+    # every ARM call carried a bearer token over http, to the loopback emulator only
+    assert all(q.bearer for q in emu.requests if q.path.startswith("/subscriptions/"))
+
+
+def test_same_spec_same_name_follows_the_existing_job_and_a_different_spec_is_a_conflict(emu, project):
+    env = emu_env(emu, project)
+    emu.script_job_statuses(["Queued", "Running", "Completed"], 0.3)
+    first = dtrain("submit", "job.yml", "--name", "ci-run-1", env=env, cwd=project)
+    assert first.returncode == 0, first.stderr
+    uploads = len(emu.requests_to(r"/startPendingUpload$"))
+
+    again = dtrain("submit", "job.yml", "--name", "ci-run-1", "--wait", env=env, cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert "already exists with this spec" in again.stderr
+    assert len(job_puts(emu, "ci-run-1")) == 1 and list(emu.jobs) == ["ci-run-1"]
+    assert len(emu.requests_to(r"/startPendingUpload$")) == uploads
+
+    conflict = dtrain("submit", "job.yml", "--name", "ci-run-1", "--set", "resources.instance_count=4",
+                      env=env, cwd=project)
+    assert conflict.returncode == 2, conflict.stderr
+    assert "already exists with a different spec" in conflict.stderr and "resources.instanceCount" in conflict.stderr
+    assert len(job_puts(emu, "ci-run-1")) == 1
+
+    # same code under a new name: the SDK's content hash finds it, nothing is uploaded again
+    other = dtrain("submit", "job.yml", "--name", "ci-run-2", env=env, cwd=project)
+    assert other.returncode == 0, other.stderr
+    assert len(emu.requests_to(r"/startPendingUpload$")) == uploads
+    assert emu.jobs["ci-run-2"]["properties"]["codeId"] == emu.jobs["ci-run-1"]["properties"]["codeId"]
+
+
+# --- exit codes ------------------------------------------------------------------------------------
+
+SCRIPTS = {
+    "ok": (["Queued", "Running", "Running", "Completed"], 0),
+    "failed": (["Queued", "Running", "Running", "Failed"], 1),
+    "canceled": (["Queued", "Running", "Canceled"], 3),
+    "notresponding": (["Queued", "Running", "NotResponding"], 5),
+    "paused": (["Queued", "Paused"], 5),
+    "timeout": (["Queued", "Running", "Running", "Running", "Canceled"], 4),
+}
+
+
+def test_submit_wait_exit_codes_and_every_line_once(emu, project):
+    env = emu_env(emu, project)
+    (project / "bad.py").write_text("")
+    for name, (script, _) in SCRIPTS.items():
+        error = {"code": "UserError", "message": "CUDA out of memory on rank 1"} if name == "failed" else None
+        emu.script_job_statuses(script, 0.4, job=name, error=error)
+
+    def run(name):
+        extra = ["--set", "limits.timeout=1"] if name == "timeout" else []
+        return name, dtrain("submit", "job.yml", "--name", name, "--wait", *extra, env=env, cwd=project, timeout=90)
+
+    # the failing job's rank 1 prints a traceback before the end
+    def traceback_writer():
+        while "failed" not in emu.jobs:
+            time.sleep(0.05)
+        while emu.job_status("failed") not in ("Running",):
+            time.sleep(0.05)
+        emu.append_log("failed", "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                                 "RuntimeError: CUDA out of memory\n", rank=1)
+
+    with ThreadPoolExecutor(len(SCRIPTS) + 1) as pool:
+        tb = pool.submit(traceback_writer)
+        results = dict(pool.map(run, SCRIPTS))
+        tb.result(timeout=30)
+    for name, (_, code) in SCRIPTS.items():
+        assert results[name].returncode == code, (name, results[name].stderr)
+        assert len(job_puts(emu, name)) == 1
+    assert emu.violations == []
+    # every rank's lines, each exactly once and in order, the final ones included
+    for name in ("ok", "failed"):
+        assert printed_lines(results[name].stdout) == expected_lines(emu, name), name
+    assert "finished" in expected_lines(emu, "ok")[3][-1]
+    failed = results["failed"].stderr
+    assert "CUDA out of memory on rank 1" in failed and "RuntimeError: CUDA out of memory" in failed
+    assert "(timed out: limits.timeout)" in results["timeout"].stderr
+
+
+def test_status_list_logs_cancel_and_wait(emu, project):
+    env = emu_env(emu, project)
+    emu.script_job_statuses(["Queued", "Running", "Completed"], 0.3, job="done")
+    emu.script_job_statuses(["Queued", "Running"], 0.3, job="long")
+    assert dtrain("submit", "job.yml", "--name", "done", env=env, cwd=project).returncode == 0
+    assert dtrain("submit", "job.yml", "--name", "long", "--set", "tags.kind=long", env=env,
+                  cwd=project).returncode == 0
+    time.sleep(1.0)
+
+    calls = {"status": ("status", "done", "-o", "json"), "list": ("list", "--tag", "kind=long", "-o", "json"),
+             "exp": ("list", "--experiment", "emulator-tests", "-o", "json"), "logs": ("logs", "done"),
+             "rank": ("logs", "done", "--rank", "2"), "norank": ("logs", "done", "--rank", "9"),
+             "nope": ("status", "nope")}
+    with ThreadPoolExecutor(len(calls)) as pool:
+        res = dict(zip(calls, pool.map(lambda a: dtrain(*a, env=env, cwd=project), calls.values())))
+
+    st = res["status"]
+    assert st.returncode == 0, st.stderr
+    info = json.loads(st.stdout)
+    assert info["backend"] == "azureml" and info["status"] == "Completed"
+    assert (info["nodes"], info["processes_per_node"], info["experiment_name"]) == (2, 2, "emulator-tests")
+    assert info["url"].startswith(emu.url + "/studio/runs/done") and info["ended"]
+
+    assert res["list"].returncode == 0, res["list"].stderr
+    assert [i["name"] for i in json.loads(res["list"].stdout)] == ["long"]
+    lists = [q for q in emu.requests_to(r"/jobs$", "GET") if q.query.get("tag")]
+    assert len(lists) == 1 and lists[0].query["tag"] == "kind=long"        # one call, filtered by the service
+    assert sorted(i["name"] for i in json.loads(res["exp"].stdout)) == ["done", "long"]
+
+    logs = res["logs"]
+    assert logs.returncode == 0, logs.stderr
+    assert printed_lines(logs.stdout) == expected_lines(emu, "done")
+    assert "n1/r3 | " in logs.stdout
+    assert set(printed_lines(res["rank"].stdout)) == {2}
+    assert res["norank"].returncode == 2 and res["nope"].returncode == 2
+
+    c = dtrain("cancel", "long", env=env, cwd=project)
+    assert c.returncode == 0, c.stderr
+    assert c.stdout.split() == ["long", "Canceled"]
+    assert len(emu.requests_to(r"/jobs/long/cancel$", "POST")) == 1
+    w = dtrain("wait", "long", "done", env=env, cwd=project)
+    assert w.returncode == 3, w.stderr                      # worst of Completed and Canceled
+
+
+# --- faults ------------------------------------------------------------------------------------------
+
+def test_submit_survives_throttling_errors_resets_and_slow_answers(emu, project):
+    env = emu_env(emu, project)
+    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 0.4)
+    emu.throttle(r"/jobs/[^/]+$", retry_after=1, method="PUT")
+    emu.fail(r"/jobs/[^/]+$", 500, method="PUT")
+    emu.fail(r"/jobs/[^/]+$", 503, method="GET")                        # the existence check
+    emu.reset_connection(r"/jobs/[^/]+$", method="PUT", after_processing=True)   # processed, answer lost
+    emu.slow(r"/runs/[^/]+/details$", 1.0)
+    emu.fail(r"/runs/[^/]+/details$", 503, count=2, skip=2)
+    emu.reset_connection(r"std_log_process_1\.txt$", count=3, skip=2)   # log reads drop mid-stream
+    emu.fail(r"std_log_process_2\.txt$", 500, count=2, skip=3)
+    r = dtrain("submit", "job.yml", "--name", "faulty", "--wait", env=env, cwd=project, timeout=120)
+    assert r.returncode == 0, r.stderr
+    puts = job_puts(emu, "faulty")
+    assert [p.status for p in puts][:2] == [429, 500]
+    assert puts[1].time - puts[0].time >= 0.9                         # Retry-After honoured
+    assert list(emu.jobs) == ["faulty"] and len({n for n, _ in emu.job_puts}) == 1
+    assert printed_lines(r.stdout) == expected_lines(emu, "faulty")   # nothing lost or repeated
+    faults = {q.fault for q in emu.requests if q.fault}
+    assert {"status 429", "status 500", "status 503", "reset after processing", "reset", "slow 1.0s"} <= faults
+    # each log read asked only for the bytes after the previous one
+    for rank in range(4):
+        reads = [q for q in emu.requests_to(rf"std_log_process_{rank}\.txt$", "GET") if q.status in (200, 206)]
+        assert all(q.headers.get("range", "").startswith("bytes=") for q in reads)
+
+
+def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
+    old, new = fake_jwt(audience=emu.url + "/", jti="old"), fake_jwt(audience=emu.url + "/", jti="new")
+    token_file = tmp_path / "token"
+    token_file.write_text(old)
+    env = emu_env(emu, project, DTRAIN_ARM_TOKEN_FILE=token_file)
+    env.pop("DTRAIN_ARM_TOKEN")
+    emu.script_job_statuses(["Queued", "Running", "Running", "Running", "Completed"], 0.5)
+    proc = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", "job.yml", "--name", "tok", "--wait"],
+                            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not emu.requests_to(r"/runs/tok/details$", "GET") and time.time() < deadline:
+        time.sleep(0.01)
+    # mid-job: the runner refreshes the token file, then the old token is revoked; the clients holding
+    # it get a 401 claims challenge and the credential reads the file again
+    token_file.write_text(new)
+    emu.expire_token(old, after_requests=0)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    assert any(q.status == 401 for q in emu.requests)
+    assert old in emu.tokens_seen and new in emu.tokens_seen
+    assert old not in out + err and new not in out + err             # never printed
+    assert list(emu.jobs) == ["tok"] and printed_lines(out) == expected_lines(emu, "tok")
+
+
+def test_lost_track_after_repeated_failures_exits_7(emu, project):
+    env = emu_env(emu, project, DTRAIN_AZURE_RETRIES=1, DTRAIN_AZURE_STATUS_ATTEMPTS=2)
+    emu.script_job_statuses(["Queued", "Running"], 0.3)
+    assert dtrain("submit", "job.yml", "--name", "gone", env=env, cwd=project).returncode == 0
+    emu.fail(r"/jobs/gone$", 503, count=None, method="GET")
+    r = dtrain("wait", "gone", env=env, cwd=project, timeout=60)
+    assert r.returncode == 7, r.stderr
+    assert "lost track" in r.stderr
+
+
+# --- configuration ---------------------------------------------------------------------------------
+
+def test_configuration_errors_exit_6(emu, project):
+    env = base_env(project)
+    r = dtrain("submit", "job.yml", env=env, cwd=project)
+    assert r.returncode == 6
+    assert "DTRAIN_SUBSCRIPTION_ID" in r.stderr and "--local" in r.stderr and "config.json" in r.stderr
+
+    ws = dict(env, DTRAIN_SUBSCRIPTION_ID="s", DTRAIN_RESOURCE_GROUP="g", DTRAIN_WORKSPACE="w")
+    r = dtrain("submit", "job.yml", env=dict(ws, DTRAIN_ARM_ENDPOINT="https://arm.example.com",
+                                             DTRAIN_ARM_TOKEN="secret-token"), cwd=project)
+    assert r.returncode == 6 and "DTRAIN_ARM_TOKEN" in r.stderr and "loopback" in r.stderr
+    assert "secret-token" not in r.stderr
+    r = dtrain("submit", "job.yml", env=dict(ws, DTRAIN_ARM_ENDPOINT="http://arm.example.com"), cwd=project)
+    assert r.returncode == 6 and "plain http" in r.stderr
+    r = dtrain("submit", "job.yml", env=dict(ws, DTRAIN_ARM_TOKEN="x"), cwd=project)
+    assert r.returncode == 6
+
+    # config.json found upward; a workspace the service does not know: 6, nothing sent
+    (project / "config.json").write_text(json.dumps({"subscription_id": emu.subscription_id,
+                                                     "resource_group": emu.resource_group,
+                                                     "workspace_name": "no-such-ws"}))
+    e = emu_env(emu, project)
+    for k in ("DTRAIN_SUBSCRIPTION_ID", "DTRAIN_RESOURCE_GROUP", "DTRAIN_WORKSPACE"):
+        e.pop(k)
+    r = dtrain("submit", "../job.yml", env=e, cwd=project / "src")
+    assert r.returncode == 6, r.stderr
+    assert "no-such-ws" in r.stderr and emu.job_puts == []
+
+
+def test_authentication_failure_exits_6_with_a_hint(emu, project):
+    token = fake_jwt(audience=emu.url + "/", jti="revoked")
+    emu.expire_token(token, challenge="invalid_token")
+    r = dtrain("status", "whatever", env=emu_env(emu, project, DTRAIN_ARM_TOKEN=token, DTRAIN_AZURE_RETRIES=0),
+               cwd=project)
+    assert r.returncode == 6, r.stderr
+    assert "az login" in r.stderr and "AZURE_FEDERATED_TOKEN_FILE" in r.stderr
+    assert token not in r.stderr
+
+
+# --- watch -------------------------------------------------------------------------------------------
+
+def test_watch_50_jobs_costs_the_same_list_requests_every_poll(emu, project):
+    env = emu_env(emu, project)
+    assert dtrain("submit", "job.yml", "--name", "template", env=env, cwd=project).returncode == 0
+    body = emu.jobs["template"]
+    body["properties"]["tags"] = {"batch": "w"}
+    emu.script_job_statuses(["Queued"] + ["Running"] * 12 + ["Completed"], 0.5)
+    for i in range(50):                      # the resolved body PUT under 50 names, straight to the REST API
+        req = urllib.request.Request(f"{emu.url}{emu.workspace_arm_id}/jobs/w{i}?api-version=2024-04-01",
+                                     data=json.dumps(body).encode(), method="PUT",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer " + fake_jwt()})
+        urllib.request.urlopen(req).read()
+    before = len(emu.requests)
+    r = dtrain("watch", "--tag", "batch=w", "--interval", "0.3", "-o", "jsonl", env=env, cwd=project, timeout=60)
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(x) for x in r.stdout.splitlines()]
+    assert {e["job"] for e in events if e["status"] == "Completed"} == {f"w{i}" for i in range(50)}
+    during = [q for q in emu.requests[before:] if q.path.startswith("/subscriptions/")]
+    per_job = [q for q in during if "/jobs/" in q.path or "/runs/" in q.path]
+    assert per_job == []                                              # nothing per job
+    lists = [q for q in during if q.path.endswith("/jobs") and q.method == "GET"]
+    pages = [q.query.get("$skipToken") for q in lists]
+    polls = pages.count(None)
+    assert polls >= 2 and pages == [None, "20", "40"] * polls          # 3 pages of 20 on every poll
