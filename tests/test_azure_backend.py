@@ -378,3 +378,27 @@ def test_watch_50_jobs_costs_the_same_list_requests_every_poll(emu, project):
     pages = [q.query.get("$skipToken") for q in lists]
     polls = pages.count(None)
     assert polls >= 2 and pages == [None, "20", "40"] * polls          # 3 pages of 20 on every poll
+
+
+def test_wait_for_many_jobs_lists_once_per_poll(emu, project):
+    """`dtrain wait A B ...` polls with one (paged) list call, not one GET per job; each job is read
+    once more only when it ends (for its failure details), and the exit is the worst outcome."""
+    env = emu_env(emu, project)
+    assert dtrain("submit", "job.yml", "--name", "base", env=env, cwd=project).returncode == 0
+    body = emu.jobs["base"]
+    names = [f"m{i}" for i in range(12)]
+    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 0.4)
+    for n in names:
+        req = urllib.request.Request(f"{emu.url}{emu.workspace_arm_id}/jobs/{n}?api-version=2024-04-01",
+                                     data=json.dumps(body).encode(), method="PUT",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer " + fake_jwt()})
+        urllib.request.urlopen(req).read()
+    before = len(emu.requests)
+    r = dtrain("wait", *names, env=env, cwd=project, timeout=120)
+    assert r.returncode == 0, r.stderr
+    during = [q for q in emu.requests[before:] if q.path.startswith("/subscriptions/")]
+    gets = [q for q in during if q.method == "GET" and any(q.path.endswith(f"/jobs/{n}") for n in names)]
+    lists = [q for q in during if q.method == "GET" and q.path.endswith("/jobs") and not q.query.get("$skipToken")]
+    assert len(lists) >= 2
+    assert len(gets) <= len(names)   # at most one read per job, when it ends, however many polls

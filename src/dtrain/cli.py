@@ -194,6 +194,8 @@ def submit(
     for n in getattr(plan, "notes", ()) or ():
         note(n)
     info = backend.submit(plan)
+    if wait and output == "text":
+        note(info.name + (f": {info.url}" if info.url else ""))
     if not wait:
         if output == "json":
             out_json(info.to_dict())
@@ -358,11 +360,13 @@ def _workspace_flags(subscription, resource_group, workspace) -> None:
 
 
 def _get_backend(name: str):
-    from .backends import get_backend
+    """One backend object per kind for the whole command, so jobs can be grouped per backend."""
+    cache = _state.setdefault("backends", {})
+    if name not in cache:
+        from .backends import get_backend
 
-    if name == "azureml":
-        return get_backend(name, **_state.get("workspace", {}))
-    return get_backend(name)
+        cache[name] = get_backend(name, **(_state.get("workspace", {}) if name == "azureml" else {}))
+    return cache[name]
 
 
 def _backend_for(name: str, local: bool):

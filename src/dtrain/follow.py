@@ -55,8 +55,7 @@ def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> di
     poll = Poller(cap=min(getattr(b, "poll_cap_s", 5.0) for b in backends.values()))
     while True:
         pending = [n for n in backends if n not in last or not last[n].terminal]
-        for name in pending:
-            info = backends[name].status(name)
+        for name, info in _snapshot(backends, pending).items():
             if name not in last or last[name].status != info.status:
                 poll.changed()
                 if on_change:
@@ -67,6 +66,25 @@ def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> di
         if deadline is not None and time.monotonic() >= deadline:
             raise WaitTimeout(last)
         poll.sleep(deadline)
+
+
+def _snapshot(backends: dict, names: list) -> dict:
+    """Current JobInfo of each name: one status() call for a lone job, one list() call per backend for
+    several (so the cost per poll does not grow with the number of jobs); a job seen ending is read
+    once more with status() for its failure details."""
+    by_backend: dict = {}
+    for n in names:
+        by_backend.setdefault(id(backends[n]), (backends[n], []))[1].append(n)
+    out = {}
+    for backend, ns in by_backend.values():
+        if len(ns) == 1:
+            out[ns[0]] = backend.status(ns[0])
+            continue
+        listed = {i.name: i for i in backend.list(names=ns)}
+        for n in ns:
+            info = listed.get(n)
+            out[n] = backend.status(n) if info is None or info.terminal else info
+    return out
 
 
 def stream_until_done(backend: Backend, name: str, on_line, timeout: float | None = None,

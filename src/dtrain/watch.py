@@ -40,7 +40,7 @@ def _table(infos):
 
 
 def _poll(backend, names, experiment, tags):
-    infos = backend.list(experiment=experiment, tags=tags or None, limit=None if names else 200)
+    infos = backend.list(experiment=experiment, tags=tags or None, limit=None if names else 200, names=names)
     if names:
         by = {i.name: i for i in infos}
         missing = [n for n in names if n not in by]

@@ -101,7 +101,9 @@ class Backend(Protocol):
     def cancel(self, name: str) -> JobInfo: ...
 
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None) -> list[JobInfo]: ...
+             limit: int | None = None, names=None) -> list[JobInfo]:
+        """Newest first. With `names`, only those jobs, found in one listing (paging stops once all
+        are seen), so watching many jobs costs one call per poll, not one per job."""
 
     def knows(self, name: str) -> bool:
         """Whether this backend holds a job of this name (routes status/logs/cancel by name)."""

@@ -361,8 +361,10 @@ class AzureBackend:
 
     # --- list ----------------------------------------------------------------------------------
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None) -> list[JobInfo]:
-        """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here."""
+             limit: int | None = None, names=None) -> list[JobInfo]:
+        """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here.
+        With `names`, paging stops as soon as every named job has been seen."""
+        wanted = set(names) if names else None
         ml = self.ml
         tags = dict(tags or {})
         kwargs = {}
@@ -375,13 +377,17 @@ class AzureBackend:
             for job in ml.jobs.list(**kwargs):
                 if job is None:
                     continue
+                if wanted is not None:
+                    if job.name not in wanted:
+                        continue
+                    wanted.discard(job.name)
                 if experiment and job.experiment_name != experiment:
                     continue
                 jt = job.tags or {}
                 if any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items()):
                     continue
                 out.append(job)
-                if limit is not None and len(out) >= limit:
+                if (limit is not None and len(out) >= limit) or wanted == set():
                     break
             return out
 

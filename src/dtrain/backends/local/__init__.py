@@ -242,12 +242,13 @@ class LocalBackend:
 
     # --- list ----------------------------------------------------------------------------------
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None) -> list[JobInfo]:
+             limit: int | None = None, names=None) -> list[JobInfo]:
         root = jobs_root(self.home)
         if not root.is_dir():
             return []
         states = []
-        for d in root.iterdir():
+        dirs = [root / n for n in names if valid_name(n)] if names else root.iterdir()
+        for d in dirs:
             if d.name.startswith(".") or not (d / STATE).is_file():
                 continue
             try:
