@@ -28,7 +28,8 @@ def test_startup_does_not_import_azure_sdk(write):
              "rc = main()\n"
              "loaded = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))\n"
              "print('AZURE_MODULES=' + ','.join(loaded), file=sys.stderr)\n")
-    for args in (["--help"], ["validate", str(p)], ["render", str(p)], ["schema"]):
+    for args in (["--help"], ["validate", str(p)], ["render", str(p)], ["schema"], ["templates"],
+                 ["init", str(p.parent / "scaffold"), "--template", "pytorch-ddp"]):
         r = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
         assert "AZURE_MODULES=\n" in r.stderr or r.stderr.rstrip().endswith("AZURE_MODULES="), (args, r.stderr)
 
