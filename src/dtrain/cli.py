@@ -263,7 +263,7 @@ def list_(
     from .output import out, out_json
 
     _check_output(output)
-    tags = _pairs(tag, "--tag")
+    tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
     infos = backend.list(experiment=experiment, tags=tags, limit=limit)
     if output == "json":
@@ -327,7 +327,7 @@ def watch(
     from .watch import watch_jobs
 
     _check_output(output, ("text", "jsonl"))
-    tags = _pairs(tag, "--tag")
+    tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
     try:
         final = watch_jobs(backend, names or None, experiment, tags, interval, output, once)
@@ -388,10 +388,14 @@ def _azure_configured() -> bool:
     return ws is not None
 
 
-def _pairs(items, flag: str) -> dict:
+def _pairs(items, flag: str, bare_ok: bool = False) -> dict:
+    """NAME=VALUE flags; with bare_ok a lone NAME means "has this key" (value None), as Azure's tag filter."""
     outp = {}
     for item in items or []:
         if "=" not in item:
+            if bare_ok and item.strip():
+                outp[item.strip()] = None
+                continue
             raise UsageError(f"{flag} '{item}' has no '='", hint=f"write {flag} NAME=VALUE")
         k, _, v = item.partition("=")
         outp[k.strip()] = v
@@ -438,9 +442,13 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=Non
     from . import follow
     from .output import err, log_prefix, note, out, out_jsonl
 
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
     backends = {n: (backend or _backend_for(n, local)) for n in names}
+    shown: dict = {}   # name -> last status printed, so the final status is not printed twice
 
     def on_change(info):
+        shown[info.name] = info.status
         if output == "jsonl":
             out_jsonl({"event": "status", "job": info.name, "status": info.status})
         else:
@@ -474,7 +482,7 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=Non
             from .output import out_json
 
             out_json(info.to_dict())
-        elif output == "text":
+        elif output == "text" and (shown.get(info.name) != info.status or info.timed_out):
             err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
         _print_failure(info)
     raise typer.Exit(follow.worst(follow.outcome(i) for i in final.values()))

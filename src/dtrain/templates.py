@@ -131,13 +131,17 @@ def init(directory: Path, name: str, instance_type: str | None = None, nodes: in
     if job.exists() and not force:
         raise UsageError(f"{job} already exists", hint="choose another folder, or pass --force to overwrite")
     text = render_init(t, instance_type, nodes)
-    src.mkdir(parents=True, exist_ok=True)
     written = []
-    for f in script_files(t.script) if t.script else []:
-        dest = src / f.name
-        shutil.copyfile(f, dest)
-        written.append(dest)
-    tmp = job.with_suffix(".yml.tmp")
-    tmp.write_text(text)
-    tmp.replace(job)
+    try:
+        src.mkdir(parents=True, exist_ok=True)
+        for f in script_files(t.script) if t.script else []:
+            dest = src / f.name
+            shutil.copyfile(f, dest)
+            written.append(dest)
+        tmp = job.with_suffix(".yml.tmp")
+        tmp.write_text(text)
+        tmp.replace(job)
+    except OSError as exc:
+        raise UsageError(f"cannot write into {directory}: {exc.strerror or exc}",
+                         hint="choose a folder you can write to") from None
     return [job, *written]

@@ -29,14 +29,26 @@ def _table(infos):
     from rich.table import Table
 
     t = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("job", "status", "duration", "nodes x procs", "last line"):
-        t.add_column(col, overflow="ellipsis", no_wrap=True, max_width=60 if col == "last line" else None)
+    widest = max([len(i.name) for i in infos] + [3])
+    # Name, status, duration and shape never shrink; only the last line gives way on a narrow screen.
+    t.add_column("job", no_wrap=True, min_width=widest)
+    t.add_column("status", no_wrap=True, min_width=20)
+    t.add_column("duration", no_wrap=True, min_width=8)
+    t.add_column("nodes x procs", no_wrap=True)
+    t.add_column("last line", overflow="ellipsis", no_wrap=True, max_width=80)
     colors = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
     for i in infos:
         st = i.status + (" (timeout)" if i.timed_out else "")
         t.add_row(i.name, f"[{colors.get(i.status, 'white')}]{st}[/]", _duration(i),
                   f"{i.nodes} x {i.processes_per_node}", (getattr(i, "last_line", None) or "").strip())
     return t
+
+
+def _console():
+    from rich.console import Console
+
+    # Piped output has no width: use a wide one rather than truncating names.
+    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
 
 
 def _poll(backend, names, experiment, tags):
@@ -57,9 +69,7 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
             for i in infos:
                 out_jsonl({"event": "status", "job": i.name, "status": i.status})
         else:
-            from rich.console import Console
-
-            Console(file=sys.stdout).print(_table(infos))
+            _console().print(_table(infos))
         return infos
     seen = {}
     if output == "jsonl":
@@ -72,10 +82,9 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
                 return infos
             time.sleep(interval)
             infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
-    from rich.console import Console
     from rich.live import Live
 
-    console = Console(file=sys.stdout)
+    console = _console()
     with Live(_table(infos), console=console, refresh_per_second=4, transient=False) as live:
         while not all(i.terminal for i in infos):
             time.sleep(interval)

@@ -279,4 +279,16 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
                    created=state.get("created"), started=state.get("started"), ended=state.get("ended"),
                    nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
                    url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
-                   timed_out=bool(state.get("timed_out")))
+                   timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir))
+
+
+def _last_line(job_dir: Path, tail: int = 4096) -> str | None:
+    """The newest complete line of the most recently written rank log (for `dtrain watch`)."""
+    logs = sorted((job_dir / "user_logs").glob("std_log*.txt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for log in logs[:1]:
+        with open(log, "rb") as f:
+            f.seek(max(0, log.stat().st_size - tail))
+            lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1]
+    return None
