@@ -125,3 +125,18 @@ def test_secrets_in_the_shell_never_reach_state_or_output(cli, write, env, tmp_p
     for f in (tmp_path / "home").rglob("*"):
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f
+
+
+def test_wait_rejects_a_nonpositive_timeout(cli, env):
+    r = cli("wait", "any_job", "--timeout", "0", env=env)
+    assert r.returncode == 2 and "--timeout must be a positive" in r.stderr
+
+
+def test_watch_once_shows_the_last_line_and_list_filters_by_tag_key(cli, write, env):
+    p = write("job.yml", JOB.format(command="echo the-very-last-line", extra="tags:\n  team: nlp\n"))
+    name = json.loads(cli("submit", p, "--wait", "-o", "json", env=env).stdout)["name"]
+    r = cli("watch", "--local", "--once", env=env)
+    row = next(line for line in r.stdout.splitlines() if line.startswith(name))
+    assert "Completed" in row and "the-very-last-line" in row
+    assert [j["name"] for j in json.loads(cli("list", "--local", "--tag", "team", "-o", "json", env=env).stdout)] == [name]
+    assert json.loads(cli("list", "--local", "--tag", "owner", "-o", "json", env=env).stdout) == []
