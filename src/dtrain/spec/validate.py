@@ -67,8 +67,9 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
     _check_preview_shapes(data, c)
     COMMAND_JOB.check(data, (), c)
     _apply_coercions(data, c.coercions)
-    if not c.errors:
-        _check_semantics(data, c, base_dir)
+    # Semantic checks run even when the schema found errors, so every problem is reported at once;
+    # they read values through _dict/_int and skip what has the wrong shape (already reported).
+    _check_semantics(data, c, base_dir)
     if c.errors:
         raise SpecError(c.sorted())
     spec = JobSpec(data=data, base_dir=base_dir, source=source, locations=dict(c.locations))
@@ -114,6 +115,14 @@ def _check_preview_shapes(data: dict, c: Collector) -> None:
             data["resources"] = {"instance_count": comp["instance_count"]}
 
 
+def _dict(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _int(v, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
 def _check_semantics(data: dict, c: Collector, base_dir: Path) -> None:
     _check_refs(data, c)
     _check_paths(data, c, base_dir)
@@ -123,9 +132,9 @@ def _check_semantics(data: dict, c: Collector, base_dir: Path) -> None:
 
 
 def _check_refs(data: dict, c: Collector) -> None:
-    inputs = data.get("inputs") or {}
-    outputs = data.get("outputs") or {}
-    cmd = data.get("command") or ""
+    inputs = _dict(data.get("inputs"))
+    outputs = _dict(data.get("outputs"))
+    cmd = data.get("command") if isinstance(data.get("command"), str) else ""
     for m in _REF.finditer(cmd):
         ref = m.group(1)
         parts = ref.split(".")
@@ -173,7 +182,7 @@ def _check_paths(data: dict, c: Collector, base_dir: Path) -> None:
         if not env.get("image") and not env.get("build"):
             c.error(("environment",), "an inline environment needs `image:` or `build:`", code="required",
                     hint="e.g. image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04")
-    for name, v in (data.get("inputs") or {}).items():
+    for name, v in _dict(data.get("inputs")).items():
         if isinstance(v, dict) and isinstance(v.get("path"), str):
             p = v["path"]
             if not is_remote_ref(p):
@@ -206,10 +215,10 @@ def _environment_file(ref: str, c: Collector, base_dir: Path):
 
 
 def _check_launchers(data: dict, c: Collector) -> None:
-    d = data.get("distribution") or {}
-    cmd = data.get("command") or ""
+    d = _dict(data.get("distribution"))
+    cmd = data.get("command") if isinstance(data.get("command"), str) else ""
     kind = str(d.get("type", "")).lower()
-    ppn = d.get("process_count_per_instance") or 1
+    ppn = _int(d.get("process_count_per_instance"), 1)
     if kind == "pytorch" and ppn > 1 and _TORCH_LAUNCHERS.search(cmd):
         c.error(("command",), f"the command starts a launcher (torchrun / torch.distributed) and "
                 f"process_count_per_instance is {ppn}: each of the {ppn} processes Azure starts would launch "
@@ -225,12 +234,12 @@ def _check_launchers(data: dict, c: Collector) -> None:
 def _check_distribution(data: dict, c: Collector) -> None:
     from . import vmsizes  # stdlib-only table; imported here so a plain schema check stays minimal
 
-    res = data.get("resources") or {}
-    d = data.get("distribution") or {}
+    res = _dict(data.get("resources"))
+    d = _dict(data.get("distribution"))
     kind = str(d.get("type", "")).lower()
-    nodes = res.get("instance_count") or 1
+    nodes = _int(res.get("instance_count"), 1)
     if kind == "tensorflow":
-        procs = (d.get("worker_count") or nodes) + (d.get("parameter_server_count") or 0)
+        procs = _int(d.get("worker_count"), nodes) + _int(d.get("parameter_server_count"), 0)
         if procs < nodes:
             c.warning(("distribution", "worker_count"), f"{procs} worker and parameter-server processes on "
                       f"{nodes} nodes: {nodes - procs} node(s) would run nothing",
@@ -247,7 +256,7 @@ def _check_distribution(data: dict, c: Collector) -> None:
                code="unknown-size")
         return
     if kind in ("pytorch", "mpi"):
-        ppn = d.get("process_count_per_instance") or 1
+        ppn = _int(d.get("process_count_per_instance"), 1)
         where = ("distribution", "process_count_per_instance") if "process_count_per_instance" in d else ("distribution",)
         if ppn > size.gpus:
             c.error(where, f"{ppn} processes per node but {size.name} has {size.gpus} GPU"
@@ -265,7 +274,7 @@ def _check_distribution(data: dict, c: Collector) -> None:
 
 
 def _check_secrets(data: dict, c: Collector) -> None:
-    for k, v in (data.get("environment_variables") or {}).items():
+    for k, v in _dict(data.get("environment_variables")).items():
         if isinstance(k, str) and _SECRETY.search(k) and isinstance(v, str) and v and not v.startswith("${{"):
             c.warning(("environment_variables", k), f"'{k}' looks like a secret written into the spec: "
                       "it is stored with the job and shown in Studio",
