@@ -204,7 +204,7 @@ def submit(
             if info.url:
                 note(f"{info.url}")
         return
-    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet, submitted=info)
+    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet)
 
 
 @app.command()
@@ -438,7 +438,7 @@ def _print_failure(info) -> None:
         err(f"    {line}")
 
 
-def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=None, local: bool = False):
+def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool = False):
     from . import follow
     from .output import err, log_prefix, note, out, out_jsonl
 
@@ -466,7 +466,7 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, submitted=Non
             final = {n: follow.stream_until_done(backends[n], n, on_line, timeout)}
         else:
             final = follow.wait_all(backends, timeout, on_change if output != "json" else None)
-    except follow.WaitTimeout as exc:
+    except follow.WaitTimeout:
         err(f"timed out after {timeout:g} s waiting; the job keeps running")
         note("re-attach with `dtrain wait " + " ".join(names) + "`")
         raise typer.Exit(ExitCode.TIMEOUT) from None

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from ...errors import ConfigError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
-from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions
 from ..workspace import resolve
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient

@@ -5,7 +5,6 @@ supervisor (see supervisor.py), with state and logs under $DTRAIN_HOME/jobs/<nam
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil

@@ -244,6 +244,7 @@ def main(argv=None) -> int:
         sup = Supervisor(job_dir)
         return sup.run()
     except Exception as exc:  # noqa: BLE001 - the job must end in a terminal state whatever happens
+        reason = repr(exc)
         traceback.print_exc()
         with contextlib.suppress(Exception):
             state = read_state(job_dir)
@@ -253,7 +254,7 @@ def main(argv=None) -> int:
                 if s["status"] not in TERMINAL:
                     s["status"] = "Failed"
                     s["ended"] = now_iso()
-                    s["failure"] = {"message": f"the local supervisor failed: {exc!r} "
+                    s["failure"] = {"message": f"the local supervisor failed: {reason} "
                                                f"(see {job_dir / 'system_logs' / 'supervisor.txt'})"}
             update_state(job_dir, fin)
         return 1
