@@ -176,11 +176,17 @@ class StaticTokenCredential:
 def make_credential(endpoint: Endpoint):
     if endpoint.token or endpoint.token_file:
         return StaticTokenCredential(endpoint.token, endpoint.token_file)
-    from azure.identity import DefaultAzureCredential
+    from azure.identity import ChainedTokenCredential, DefaultAzureCredential
+
+    from .. import github_oidc
 
     # environment (service principal), workload identity (GitHub OIDC via AZURE_FEDERATED_TOKEN_FILE),
     # managed identity, Azure CLI/PowerShell/azd; never a browser window in CI.
-    return DefaultAzureCredential(exclude_interactive_browser_credential=True)
+    default = DefaultAzureCredential(exclude_interactive_browser_credential=True)
+    gh = github_oidc.credential()
+    # In a GitHub runner with `id-token: write`, each new token is bought with a fresh GitHub OIDC
+    # token, so a long `dtrain wait` does not outlive an hour-long CLI session (docs/ci.md).
+    return ChainedTokenCredential(gh, default) if gh is not None else default
 
 
 # --- quiet SDK -------------------------------------------------------------------------------------
