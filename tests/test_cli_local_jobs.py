@@ -1,6 +1,7 @@
 """The job commands end to end on the local backend, as a CI pipeline drives them: exit codes by
 outcome, JSON on stdout, failure summaries, GitHub Actions / Azure Pipelines outputs."""
 import json
+import re
 import time
 
 import pytest
@@ -140,3 +141,12 @@ def test_watch_once_shows_the_last_line_and_list_filters_by_tag_key(cli, write, 
     assert "Completed" in row and "the-very-last-line" in row
     assert [j["name"] for j in json.loads(cli("list", "--local", "--tag", "team", "-o", "json", env=env).stdout)] == [name]
     assert json.loads(cli("list", "--local", "--tag", "owner", "-o", "json", env=env).stdout) == []
+
+
+def test_submit_wait_timeout_holds_while_the_job_prints_nothing(cli, write, env):
+    t = time.monotonic()
+    r = cli("submit", spec(write, "sleep 60"), "--wait", "--timeout", "2", env=env, timeout=60)
+    assert r.returncode == 4 and "keeps running" in r.stderr
+    assert time.monotonic() - t < 30
+    name = re.search(r"dtrain wait (\S+)`", r.stderr).group(1)
+    assert cli("cancel", name, env=env).returncode == 0

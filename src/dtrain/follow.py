@@ -2,6 +2,8 @@
 turn the outcome into the exit-code contract."""
 from __future__ import annotations
 
+import queue
+import threading
 import time
 
 from .backends.base import Backend, JobInfo
@@ -89,12 +91,36 @@ def _snapshot(backends: dict, names: list) -> dict:
 
 def stream_until_done(backend: Backend, name: str, on_line, timeout: float | None = None,
                       rank: int | None = None) -> JobInfo:
-    """Stream every rank's lines while the job runs, drain what is left, return the final status."""
+    """Stream every rank's lines while the job runs, drain what is left, return the final status.
+
+    The log reader runs in a thread so that `timeout` holds even while a job prints nothing."""
     deadline = time.monotonic() + timeout if timeout else None
-    for line in backend.logs(name, follow=True, rank=rank):
-        on_line(line)
-        if deadline is not None and time.monotonic() >= deadline:
+    q: queue.Queue = queue.Queue(maxsize=10_000)
+    done = object()
+
+    def pump():
+        try:
+            for line in backend.logs(name, follow=True, rank=rank):
+                q.put(line)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            q.put(exc)
+        finally:
+            q.put(done)
+
+    threading.Thread(target=pump, name=f"logs-{name}", daemon=True).start()
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
             raise WaitTimeout({name: backend.status(name)})
+        try:
+            item = q.get(timeout=remaining)
+        except queue.Empty:
+            continue
+        if item is done:
+            break
+        if isinstance(item, BaseException):
+            raise item
+        on_line(item)
     info = backend.status(name)
     if not info.terminal:  # logs ended early (e.g. no logs at all): keep waiting on status
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
