@@ -150,3 +150,20 @@ def test_submit_wait_timeout_holds_while_the_job_prints_nothing(cli, write, env)
     assert time.monotonic() - t < 30
     name = re.search(r"dtrain wait (\S+)`", r.stderr).group(1)
     assert cli("cancel", name, env=env).returncode == 0
+
+
+def test_ctrl_c_while_waiting_exits_130_and_the_job_keeps_running(cli, write, env):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", str(spec(write, "sleep 60")), "--wait"],
+                         env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "the job keeps running" in err and "Traceback" not in err
+    name = re.search(r"dtrain wait (\S+)`", err).group(1)
+    assert json.loads(cli("status", name, "-o", "json", env=env).stdout)["status"] == "Running"
+    assert cli("cancel", name, env=env).returncode == 0
