@@ -48,6 +48,11 @@ def _root(
     _state["debug"] = debug
 
 
+def _check_timeout(timeout) -> None:
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+
+
 def _check_output(value: str, allowed=("text", "json")) -> str:
     if value not in allowed:
         raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'")
@@ -188,6 +193,7 @@ def submit(
     from .output import note, out, out_json
 
     _check_output(output)
+    _check_timeout(timeout)  # before anything is submitted
     spec_obj = _load(spec, set_)
     backend = _get_backend("local" if (local or spec_obj.is_local_compute) else "azureml")
     plan = backend.plan(spec_obj, _submit_options(name, input_))
@@ -442,8 +448,7 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool =
     from . import follow
     from .output import err, log_prefix, note, out, out_jsonl
 
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    _check_timeout(timeout)
     backends = {n: (backend or _backend_for(n, local)) for n in names}
     shown: dict = {}   # name -> last status printed, so the final status is not printed twice
 
@@ -467,12 +472,13 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool =
         else:
             final = follow.wait_all(backends, timeout, on_change if output != "json" else None)
     except follow.WaitTimeout:
-        err(f"timed out after {timeout:g} s waiting; the job keeps running")
+        err(f"timed out after {timeout:g} s waiting; the job{'s keep' if len(names) > 1 else ' keeps'} running")
         note("re-attach with `dtrain wait " + " ".join(names) + "`")
         raise typer.Exit(ExitCode.TIMEOUT) from None
     except KeyboardInterrupt:
-        err("interrupted; the job keeps running")
-        note("re-attach with `dtrain wait " + " ".join(names) + "`, stop it with `dtrain cancel NAME`")
+        err(f"interrupted; the job{'s keep' if len(names) > 1 else ' keeps'} running")
+        note("re-attach with `dtrain wait " + " ".join(names) + "`, stop "
+             + ("them" if len(names) > 1 else "it") + " with `dtrain cancel " + names[0] + "`")
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     from . import ci
 
