@@ -14,7 +14,8 @@ import pytest
 from dtrain.backends.base import SubmitOptions
 from dtrain.backends.local import LocalBackend
 from dtrain.backends.local import env as lenv
-from dtrain.backends.local.ignore import IgnoreRules, parse, snapshot
+from dtrain.backends.local.ignore import snapshot
+from dtrain.ignorefile import IgnoreRules, parse
 from dtrain.backends.local.logs import FileTail
 from dtrain.backends.local.names import generate_name
 from dtrain.backends.local.store import atomic_write_json, read_json

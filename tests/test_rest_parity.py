@@ -141,3 +141,22 @@ def test_stricter_than_sdk_where_the_service_refuses(project, name):
     sdk_job_body(p)  # the SDK lets it through...
     with pytest.raises(SpecError):  # ...dtrain stops it before anything is paid for
         load_spec(p)
+
+
+@pytest.mark.parametrize("ignore_name,ignore_text", [
+    (".amlignore", "*.log\nlogs/\n"),
+    (".gitignore", "*.log\n!keep.log\n**/cache\n/build\ndata/*.bin\n"),
+    (".amlignore", "# nothing but a comment\n"),
+])
+def test_build_context_hash_honours_the_ignore_file_as_the_sdk_does(tmp_path, ignore_name, ignore_text):
+    ctx = tmp_path / "ctx"
+    for rel, text in {"Dockerfile": "FROM python\n", "a.log": "x", "keep.log": "k", "logs/b.txt": "y",
+                      "sub/cache/c.txt": "z", "build/d.txt": "w", "sub/build/e.txt": "v",
+                      "data/f.bin": "u", "data/g.txt": "t"}.items():
+        (ctx / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ctx / rel).write_text(text)
+    (ctx / ignore_name).write_text(ignore_text)
+    p = tmp_path / "job.yml"
+    p.write_text("command: echo\nenvironment:\n  build:\n    path: ctx\n")
+    spec, _ = load_spec(p)
+    assert job_body(spec)["environmentId"] == sdk_job_body(p)["environmentId"]

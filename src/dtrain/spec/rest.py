@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ..ignorefile import IgnoreRules
 from .model import JobSpec
 
 ANONYMOUS_ENV_NAME = "CliV2AnonymousEnvironment"
@@ -268,10 +269,11 @@ def _conda_text(conda_file, base_dir: Path) -> str | None:
 
 
 def object_hash(path: Path) -> str:
-    """The SDK's get_object_hash: sha256 over names and contents, walking folders sorted case-insensitively."""
+    """The SDK's get_object_hash: sha256 over names and contents, walking folders sorted case-insensitively
+    and skipping what the folder's ignore file (.amlignore, else .gitignore) excludes."""
     h = hashlib.sha256(b"Initialize for october 2021 AML CLI version")
     if path.is_dir():
-        _dir_hash(path, h)
+        _dir_hash(path, h, IgnoreRules.for_folder(path), path)
     else:
         _file_hash(Path(os.path.realpath(path)), h)
     return h.hexdigest()
@@ -283,12 +285,23 @@ def _file_hash(path: Path, h) -> None:
             h.update(chunk)
 
 
-def _dir_hash(directory: Path, h) -> None:
+def _excluded_as_sdk(rules: IgnoreRules, rel: str) -> bool:
+    """The SDK's IgnoreFile.is_file_excluded: it cannot tell folders from files, so a `logs/` pattern
+    leaves the folder name `logs` in the hash and excludes what is inside it."""
+    parts = rel.split("/")
+    if any(rules.ignored("/".join(parts[:i]), True) for i in range(1, len(parts))):
+        return True
+    return rules.ignored(rel, False)
+
+
+def _dir_hash(directory: Path, h, rules: IgnoreRules, root: Path) -> None:
     for p in sorted(directory.iterdir(), key=lambda x: str(x).lower()):
+        if _excluded_as_sdk(rules, p.relative_to(root).as_posix()):
+            continue
         h.update(p.name.encode())
         if p.is_symlink():
             p = Path(os.path.realpath(p))
         if p.is_file():
             _file_hash(p, h)
         elif p.is_dir():
-            _dir_hash(p, h)
+            _dir_hash(p, h, rules, root)
