@@ -32,6 +32,8 @@ OutputOpt = typer.Option("text", "--output", "-o", help="text or json.")
 SubOpt = typer.Option(None, "--subscription", envvar=None, help="Azure subscription id.")
 RgOpt = typer.Option(None, "--resource-group", "-g", help="Azure resource group.")
 WsOpt = typer.Option(None, "--workspace", "-w", help="Azure ML workspace name.")
+ExperimentOpt = typer.Option(None, "--experiment", help="Only jobs of this experiment.")
+TagOpt = typer.Option(None, "--tag", metavar="K=V", help="Only jobs with this tag (K alone: with this tag key).")
 
 
 def _version(value: bool):
@@ -255,8 +257,8 @@ def logs(
 
 @app.command("list")
 def list_(
-    experiment: Optional[str] = typer.Option(None, "--experiment", help="Only jobs of this experiment."),
-    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="K=V", help="Only jobs with this tag."),
+    experiment: Optional[str] = ExperimentOpt,
+    tag: Optional[List[str]] = TagOpt,
     limit: int = typer.Option(50, "--limit", help="At most this many jobs, newest first."),
     local: bool = typer.Option(False, "--local", help="Local jobs only."),
     output: str = OutputOpt,
@@ -270,7 +272,7 @@ def list_(
 
     _check_output(output)
     tags = _pairs(tag, "--tag", bare_ok=True)
-    backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
+    backend = _listing_backend(local)
     infos = backend.list(experiment=experiment, tags=tags, limit=limit)
     if output == "json":
         out_json([i.to_dict() for i in infos])
@@ -316,8 +318,8 @@ def wait_(
 @app.command()
 def watch(
     names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]"),
-    experiment: Optional[str] = typer.Option(None, "--experiment", help="Jobs of this experiment."),
-    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="K=V", help="Jobs with this tag."),
+    experiment: Optional[str] = ExperimentOpt,
+    tag: Optional[List[str]] = TagOpt,
     local: bool = typer.Option(False, "--local", help="Local jobs only."),
     interval: float = typer.Option(5.0, "--interval", help="Seconds between polls."),
     output: str = typer.Option("text", "--output", "-o", help="text (a live table) or jsonl (status events)."),
@@ -334,7 +336,7 @@ def watch(
 
     _check_output(output, ("text", "jsonl"))
     tags = _pairs(tag, "--tag", bare_ok=True)
-    backend = _get_backend("local") if local or not _azure_configured() else _get_backend("azureml")
+    backend = _listing_backend(local)
     try:
         final = watch_jobs(backend, names or None, experiment, tags, interval, output, once)
     except KeyboardInterrupt:
@@ -373,6 +375,11 @@ def _get_backend(name: str):
 
         cache[name] = get_backend(name, **(_state.get("workspace", {}) if name == "azureml" else {}))
     return cache[name]
+
+
+def _listing_backend(local: bool):
+    """Where list and watch look: local jobs with --local or when no workspace is configured, else Azure."""
+    return _get_backend("local" if local or not _azure_configured() else "azureml")
 
 
 def _backend_for(name: str, local: bool):

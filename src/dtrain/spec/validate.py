@@ -132,28 +132,24 @@ def _check_semantics(data: dict, c: Collector, base_dir: Path) -> None:
 
 
 def _check_refs(data: dict, c: Collector) -> None:
-    inputs = _dict(data.get("inputs"))
-    outputs = _dict(data.get("outputs"))
+    declared = {"inputs": _dict(data.get("inputs")), "outputs": _dict(data.get("outputs"))}
+    add_hint = {"inputs": "add `inputs: {{{name}: ...}}` or fix the name",
+                "outputs": "add `outputs: {{{name}: {{type: uri_folder}}}}`"}
     cmd = data.get("command") if isinstance(data.get("command"), str) else ""
     for m in _REF.finditer(cmd):
         ref = m.group(1)
         parts = ref.split(".")
-        if parts[0] == "inputs" and len(parts) == 2:
-            if parts[1] not in inputs:
-                dym = did_you_mean(parts[1], inputs)
-                c.error(("command",), f"`${{{{inputs.{parts[1]}}}}}` names no input",
-                        hint=(f"did you mean `${{{{inputs.{dym}}}}}`?" if dym else
-                              f"add `inputs: {{{parts[1]}: ...}}` or fix the name"), code="undefined-ref")
-        elif parts[0] == "outputs" and len(parts) == 2:
-            if parts[1] not in outputs:
-                dym = did_you_mean(parts[1], outputs)
-                c.error(("command",), f"`${{{{outputs.{parts[1]}}}}}` names no output",
-                        hint=(f"did you mean `${{{{outputs.{dym}}}}}`?" if dym else
-                              f"add `outputs: {{{parts[1]}: {{type: uri_folder}}}}`"), code="undefined-ref")
+        if parts[0] in declared and len(parts) == 2:
+            kind, name = parts
+            if name not in declared[kind]:
+                dym = did_you_mean(name, declared[kind])
+                c.error(("command",), f"`${{{{{kind}.{name}}}}}` names no {kind[:-1]}",
+                        hint=(f"did you mean `${{{{{kind}.{dym}}}}}`?" if dym else
+                              add_hint[kind].format(name=name)), code="undefined-ref")
         elif parts[0] == "search_space":
             c.error(("command",), f"`${{{{{ref}}}}}` belongs to sweep jobs", code="undefined-ref",
                     hint="a command job has no search space; use an input")
-        elif parts[0] not in ("inputs", "outputs"):
+        elif parts[0] not in declared:
             c.error(("command",), f"`${{{{{ref}}}}}` is not a reference Azure ML resolves",
                     hint="write ${{inputs.NAME}} or ${{outputs.NAME}}", code="undefined-ref")
 
