@@ -7,7 +7,6 @@ multiply processes.
 """
 from __future__ import annotations
 
-import copy
 import os
 import re
 from pathlib import Path
@@ -60,7 +59,7 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
     if loaded is None:
         raise SpecError(c.sorted())
     c.locations.update(loaded.locations)
-    data = copy.deepcopy(loaded.data)
+    data = loaded.data  # freshly built by the loader: ours to override and normalise in place
     _overrides.apply(data, sets or [], c.locations)
     if not _check_kind(data, c):
         raise SpecError(c.sorted())
