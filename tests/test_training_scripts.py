@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -97,9 +98,14 @@ def run_job(procs: Sequence[Tuple[List[str], Dict[str, str]]], cwd: Path,
                     outputs.append(log.read()[-3000:])
                 pytest.fail(f"job timed out after {timeout}s; output:\n" + "\n-----\n".join(outputs))
         results = []
-        for p, log in started:
+        for (p, log), (_, env) in zip(started, procs):
             log.seek(0)
-            results.append((p.returncode, log.read()))
+            text = log.read()
+            prefix = env.get("RANK_LOG_PREFIX")
+            if prefix:  # per-rank logs of an mpirun job (see mpi_job)
+                for f in sorted(Path(prefix).parent.glob(Path(prefix).name + ".*")):
+                    text += f.read_text()
+            results.append((p.returncode, text))
         return results
     finally:
         for p, log in started:
@@ -140,9 +146,13 @@ def torch_env_job(script: str, args: List[str], world: int, **extra: str):
 def mpi_job(args: List[str], np_: int = 2, **extra: str):
     mpirun = shutil.which("mpirun")
     assert mpirun, "mpirun (Open MPI) must be installed for these tests"
+    # Each rank writes its own log, as dtrain's local backend and Azure ML do: mpirun's output
+    # forwarding can drop the last lines of a non-MPI program that exits under load.
+    prefix = tempfile.mkdtemp(prefix="mpi-ranks-") + "/rank"
+    wrap = ["sh", "-c", 'exec "$@" >>"$RANK_LOG_PREFIX.$OMPI_COMM_WORLD_RANK" 2>&1', "sh"]
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(np_),
-           PY, str(SCRIPTS / "mpi_allreduce.py"), *args]
-    return [(cmd, clean_env(**extra))]
+           "-x", "RANK_LOG_PREFIX", *wrap, PY, str(SCRIPTS / "mpi_allreduce.py"), *args]
+    return [(cmd, clean_env(RANK_LOG_PREFIX=prefix, **extra))]
 
 
 def tf_job(script: str, args: List[str], cluster: Dict[str, List[str]]):
