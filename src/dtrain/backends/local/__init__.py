@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from ...codefiles import code_files, copy_files
 from ...errors import JobNotFound, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from . import procs
-from .ignore import snapshot
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan
 from .store import PLAN, STATE, atomic_write_json, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
@@ -62,13 +62,14 @@ class LocalBackend:
         phash = plan.plan_hash()
         if (target / STATE).exists():
             return self._existing(plan, phash)
+        code = code_files(Path(plan.code)) if plan.code else None   # refuses bad code folders up front
         staging = root / f".staging-{plan.name}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:
             (staging / "user_logs").mkdir()
             (staging / "system_logs").mkdir()
-            if plan.code:
-                snapshot(Path(plan.code), staging / "snapshot")
+            if code is not None:
+                copy_files(code, staging / "snapshot")
             else:
                 (staging / "snapshot").mkdir()
             for d in plan.output_dirs:
