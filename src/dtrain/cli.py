@@ -280,6 +280,10 @@ def list_(
     for i in infos:
         shape = f"{i.nodes}x{i.processes_per_node}"
         out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}")
+        if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
+            from .output import err
+
+            err(f"warning: {i.name}: {i.failure.message}")
 
 
 @app.command()

@@ -90,8 +90,29 @@ def read_json(path: Path):
         return json.load(f)
 
 
+class CorruptState(Exception):
+    """state.json exists but cannot be read as a job state (truncated, not an object, no status)."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 def read_state(job_dir: Path) -> dict:
-    return read_json(Path(job_dir) / STATE)
+    """The job's state. FileNotFoundError when there is none; CorruptState when it makes no sense."""
+    path = Path(job_dir) / STATE
+    try:
+        state = read_json(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:       # ValueError covers bad JSON and bad UTF-8
+        raise CorruptState(path, f"not readable as JSON ({exc})") from None
+    if not isinstance(state, dict):
+        raise CorruptState(path, f"holds a JSON {type(state).__name__}, not an object")
+    for key in ("status", "name", "created", "token"):
+        if not isinstance(state.get(key), str):
+            raise CorruptState(path, f"has no valid `{key}`")
+    return state
 
 
 @contextlib.contextmanager
