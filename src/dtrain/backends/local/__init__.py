@@ -22,7 +22,7 @@ from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from . import procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan
-from .store import PLAN, STATE, CorruptState, atomic_write_json, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
+from .store import PLAN, STATE, CorruptState, atomic_write_json, checked_home, ensure_writable, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
 
 __all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
 
@@ -44,7 +44,7 @@ class LocalBackend:
 
     @property
     def home(self) -> Path:
-        return self._home or dtrain_home()
+        return checked_home(self._home) if self._home else dtrain_home()
 
     def _dir(self, name: str) -> Path:
         if not valid_name(name):
@@ -58,7 +58,7 @@ class LocalBackend:
     def submit(self, plan: LocalPlan) -> JobInfo:
         target = Path(plan.job_dir)
         root = target.parent
-        root.mkdir(parents=True, exist_ok=True)
+        ensure_writable(root)
         phash = plan.plan_hash()
         if (target / STATE).exists():
             return self._existing(plan, phash)

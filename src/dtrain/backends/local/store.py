@@ -22,6 +22,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from ...errors import ConfigError
+
 STATE = "state.json"
 PLAN = "plan.json"
 LOCK = ".lock"
@@ -33,7 +35,29 @@ _DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
 
 
 def dtrain_home() -> Path:
-    return Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve()
+    return checked_home(Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve())
+
+
+_HOME_HINT = "set DTRAIN_HOME to a writable folder (default ~/.dtrain); it holds local jobs and datastores"
+
+
+def checked_home(home: Path) -> Path:
+    """DTRAIN_HOME must be a folder (or not exist yet): anything else is a configuration error (exit 6)."""
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"DTRAIN_HOME {home} is not a folder", hint=_HOME_HINT)
+    return home
+
+
+def ensure_writable(folder: Path) -> None:
+    """Create `folder` (under DTRAIN_HOME) and prove it writable, or fail with a configuration error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=str(folder))
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write local job state under {folder}: {exc.strerror or exc}",
+                          hint=_HOME_HINT) from None
 
 
 def jobs_root(home: Path | None = None) -> Path:
