@@ -22,7 +22,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ...errors import ConfigError
+from ...errors import ConfigError, UsageError
 
 STATE = "state.json"
 PLAN = "plan.json"
@@ -67,17 +67,26 @@ def jobs_root(home: Path | None = None) -> Path:
 def datastore_path(uri: str, home: Path | None = None, job_name: str | None = None) -> Path | None:
     """azureml://datastores/<store>/paths/<path> -> $DTRAIN_HOME/datastores/<store>/<path>: the local
     stand-in for a datastore, shared by every local job, so one job's output can be the next one's
-    input (e.g. checkpoints to resume from). None for other URIs."""
+    input (e.g. checkpoints to resume from). None for other URIs. A store name Azure would refuse, or a
+    path with `..`, is an error (exit 2): nothing may land outside that store's folder."""
     m = _DATASTORE_RE.match(uri or "")
     if not m:
         return None
-    rel = m.group(2)
+    store, rel = m.group(1), m.group(2)
+    if not valid_name(store):   # the REST spec's datastore name pattern, the same as a job name's
+        raise UsageError(f"{uri}: '{store}' is not a datastore name",
+                         hint="Azure ML datastore names are letters, digits, '_' and '-', starting with a "
+                              "letter or digit")
     if job_name:  # Azure expands {name} / ${{name}} in output paths to the job name
         rel = rel.replace("${{name}}", job_name).replace("{name}", job_name)
-    root = (home or dtrain_home()) / "datastores" / m.group(1)
+    if ".." in rel.split("/") or "\0" in rel:
+        raise UsageError(f"{uri}: a datastore path cannot contain a '..' segment",
+                         hint="write the path from the datastore's root, e.g. "
+                              f"azureml://datastores/{store}/paths/checkpoints/run1")
+    root = (home or dtrain_home()) / "datastores" / store
     p = (root / rel.strip("/")).resolve()
-    if root.resolve() not in (p, *p.parents):
-        return None  # ".." escaping the datastore: not ours to map
+    if root.resolve() not in (p, *p.parents):   # a symlink inside the store pointing elsewhere
+        raise UsageError(f"{uri}: resolves to {p}, outside the local datastore folder {root}")
     return p
 
 
