@@ -119,3 +119,20 @@ def test_azure_submit_checks_the_code_folder_before_any_request(cli, tmp_path):
     r = cli("submit", tmp_path / "job.yml", "-g", "rg", "-w", "ws", env=env, timeout=60)
     assert r.returncode == 2, r.stderr
     assert "zeros.bin" in r.stderr and "device" in r.stderr
+
+
+def test_negation_under_an_excluded_folder_reaches_the_local_snapshot(cli, tmp_path):
+    src = _project(tmp_path)
+    (src / "data").mkdir()
+    (src / "data" / "small.csv").write_text("a,b\n1,2\n")
+    (src / "data" / "big.csv").write_text("x" * 10000)
+    (src / ".amlignore").write_text("data/\n!data/small.csv\n")
+    (tmp_path / "job.yml").write_text(JOB.replace("python train.py", "cat data/small.csv; ls data"))
+    home = tmp_path / "home"
+    r = cli("submit", tmp_path / "job.yml", "--wait", "--name", "neg", env={"DTRAIN_HOME": str(home)},
+            timeout=120)
+    assert r.returncode == 0, r.stderr
+    snap = home / "jobs" / "neg" / "snapshot"
+    assert (snap / "data" / "small.csv").read_text() == "a,b\n1,2\n"
+    assert not (snap / "data" / "big.csv").exists()
+    assert "1,2" in r.stdout + r.stderr
