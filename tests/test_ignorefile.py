@@ -2,7 +2,6 @@
 (get_ignore_file / is_file_excluded), its upload file list and its content hash."""
 import os
 import re
-import random
 import warnings
 from pathlib import Path
 
@@ -96,10 +95,11 @@ _NAMES = ["a", "b", "data", "x.py", "b.txt", "#a", "!a", "a b", "^", "[", "é", 
 @given(lines=st.lists(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=5).map("".join),
                       min_size=1, max_size=4),
        paths=st.lists(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4).map("/".join),
-                      min_size=1, max_size=6))
-def test_generated_patterns_match_the_sdk(tmp_path, lines, paths):
+                      min_size=1, max_size=6),
+       name=st.sampled_from([".amlignore", ".gitignore"]))
+def test_generated_patterns_match_the_sdk(tmp_path, lines, paths, name):
     root = tmp_path / "gen"
-    _write_ignore(root, lines, name=random.choice([".amlignore", ".gitignore"]))
+    _write_ignore(root, lines, name=name)
     for rel in paths:
         assert _ours_excluded(root, rel) == _sdk_excluded(root, rel), (lines, rel)
 
