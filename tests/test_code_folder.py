@@ -136,3 +136,30 @@ def test_negation_under_an_excluded_folder_reaches_the_local_snapshot(cli, tmp_p
     assert (snap / "data" / "small.csv").read_text() == "a,b\n1,2\n"
     assert not (snap / "data" / "big.csv").exists()
     assert "1,2" in r.stdout + r.stderr
+
+
+def test_a_copy_failing_midway_leaves_no_staging_folder(tmp_path, monkeypatch):
+    """ENOSPC (or anything) while the snapshot is copied: the staging folder goes, no job is created."""
+    import errno
+
+    import dtrain.backends.local as local
+    from dtrain.backends.base import SubmitOptions
+    from dtrain.spec.validate import load_spec
+
+    src = _project(tmp_path)
+    for i in range(5):
+        (src / f"f{i}.py").write_text("x")
+    real_copy = local.copy_files
+
+    def copy_then_disk_full(files, dest, **kw):
+        files.files = files.files[:2]
+        real_copy(files, dest, **kw)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(local, "copy_files", copy_then_disk_full)
+    home = tmp_path / "home"
+    backend = local.LocalBackend(home)
+    spec, _ = load_spec(tmp_path / "job.yml")
+    with pytest.raises(OSError):
+        backend.submit(backend.plan(spec, SubmitOptions(name="full")))
+    assert _leftovers(home) == []
