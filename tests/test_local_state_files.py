@@ -18,6 +18,9 @@ SHAPES = {
     "not_utf8": b"\xff\xfe{\x00",
     "status_not_text": json.dumps({**GOOD, "status": 5}).encode(),
     "scalar": b"42",
+    "created_not_a_date": json.dumps({**GOOD, "created": "yesterday"}).encode(),
+    "tags_a_list": json.dumps({**GOOD, "tags": ["a"]}).encode(),
+    "supervisor_a_number": json.dumps({**GOOD, "status": "Running", "supervisor": 12}).encode(),
 }
 
 

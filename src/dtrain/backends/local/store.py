@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 from ...errors import ConfigError, UsageError
@@ -144,6 +145,13 @@ def read_state(job_dir: Path) -> dict:
         raise CorruptState(path, f"holds a JSON {type(state).__name__}, not an object")
     for key in ("status", "name", "created", "token"):
         if not isinstance(state.get(key), str):
+            raise CorruptState(path, f"has no valid `{key}`")
+    try:
+        datetime.fromisoformat(state["created"])
+    except ValueError:
+        raise CorruptState(path, "has no valid `created`") from None
+    for key in ("supervisor", "tags", "failure"):
+        if not isinstance(state.get(key) or {}, dict):
             raise CorruptState(path, f"has no valid `{key}`")
     return state
 
