@@ -15,7 +15,6 @@ from dtrain.backends.base import SubmitOptions
 from dtrain.backends.local import LocalBackend
 from dtrain.backends.local import env as lenv
 from dtrain.backends.local.ignore import snapshot
-from dtrain.ignorefile import IgnoreRules, parse
 from dtrain.backends.local.logs import FileTail
 from dtrain.backends.local.names import generate_name
 from dtrain.backends.local.store import atomic_write_json, read_json
@@ -223,30 +222,6 @@ def test_generated_names_look_like_azure():
 
 
 # --- ignore files -----------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("patterns,path,is_dir,ignored", [
-    (["*.log"], "a/b/x.log", False, True),
-    (["*.log", "!keep.log"], "keep.log", False, False),
-    (["*.log", "!keep.log"], "sub/keep.log", False, False),
-    (["/build"], "build", True, True),
-    (["/build"], "src/build", True, False),
-    (["data/"], "data", True, True),
-    (["data/"], "data", False, False),
-    (["data/"], "x/data", True, True),
-    (["**/tmp"], "a/b/tmp", True, True),
-    (["**/tmp"], "tmp", False, True),
-    (["docs/**"], "docs/a/b.md", False, True),
-    (["docs/**"], "docs", True, False),
-    (["a/**/z"], "a/z", False, True),
-    (["a/**/z"], "a/b/c/z", False, True),
-    (["foo/bar"], "x/foo/bar", False, False),
-    (["ch?.txt"], "ch1.txt", False, True),
-    (["[ab].py"], "b.py", False, True),
-    (["# comment", "", "\\#hash"], "#hash", False, True),
-])
-def test_gitignore_patterns(patterns, path, is_dir, ignored):
-    assert IgnoreRules(parse(patterns)).ignored(path, is_dir) is ignored
-
 
 def _tree(root: Path, files):
     for f in files:

@@ -280,6 +280,10 @@ def list_(
     for i in infos:
         shape = f"{i.nodes}x{i.processes_per_node}"
         out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}")
+        if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
+            from .output import err
+
+            err(f"warning: {i.name}: {i.failure.message}")
 
 
 @app.command()
@@ -296,6 +300,36 @@ def cancel(
 
     _check_output(output)
     _print_info(_backend_for(name, local).cancel(name), output)
+
+
+@app.command()
+def clean(
+    older_than: str = typer.Option(..., "--older-than", metavar="AGE",
+                                   help="Only jobs that ended longer ago than this (7d, 12h, 30m, 90s)."),
+    snapshots_only: bool = typer.Option(False, "--snapshots-only",
+                                        help="Remove only the code snapshots; keep state, logs and outputs."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be removed; remove nothing."),
+    output: str = OutputOpt,
+):
+    """Remove finished local jobs (running jobs and $DTRAIN_HOME/datastores are never touched)."""
+    from .backends.local import LocalBackend
+    from .backends.local.clean import clean as clean_jobs, parse_age
+    from .output import err, out, out_json
+
+    _check_output(output)
+    report = clean_jobs(LocalBackend(), parse_age(older_than), dry_run=dry_run, snapshots_only=snapshots_only)
+    if output == "json":
+        out_json({"removed": report.removed, "bytes_freed": report.bytes_freed, "dry_run": dry_run,
+                  "kept_running": report.kept_running, "unreadable": report.unreadable})
+        return
+    for name in report.removed:
+        out(name)
+    verb = "would remove" if dry_run else "removed"
+    what = "snapshots of " if snapshots_only else ""
+    err(f"{verb} {what}{len(report.removed)} job folder(s), {report.bytes_freed / 1e6:.1f} MB"
+        + (f"; {len(report.kept_running)} running job(s) left alone" if report.kept_running else "")
+        + (f"; {len(report.unreadable)} unreadable job(s) left alone: {', '.join(report.unreadable)}"
+           if report.unreadable else ""))
 
 
 @app.command("wait")

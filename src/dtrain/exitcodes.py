@@ -23,6 +23,8 @@ TERMINAL_STATUS_EXIT = {
     "Canceled": ExitCode.CANCELED,
     "NotResponding": ExitCode.INFRA,
     "Paused": ExitCode.INFRA,
+    # dtrain's own, local jobs only: the job's state file cannot be read or makes no sense
+    "Unreadable": ExitCode.LOST,
 }
 
 TERMINAL_STATUSES = frozenset(TERMINAL_STATUS_EXIT)

@@ -1,119 +1,141 @@
 """The ignore file Azure ML honours, for code snapshots and content hashes alike.
 
 Azure ML (azure-ai-ml `get_ignore_file`) reads ONE ignore file, in the root of the code folder:
-`.amlignore` when it exists, else `.gitignore`. Patterns follow gitignore rules (gitwildmatch), the last
-matching pattern wins, and an excluded folder is not descended into (a `!` cannot re-include a file
-whose parent folder is excluded, as in git).
+`.amlignore` when it exists, else `.gitignore`. Each line is a gitignore pattern, compiled by the
+pathspec copy the SDK vendors (azure/ai/ml/_utils/_pathspec.py, pathspec 0.10), and each FILE is matched
+on its own: the last matching pattern wins and excluded folders are NOT pruned, so `data/` followed by
+`!data/small.csv` keeps data/small.csv (git would not). The SDK cannot tell files from folders: `logs/`
+matches what is inside a folder `logs`, never the name `logs` itself.
+
+The patterns are compiled with the `pathspec` library; its gitignore pattern differs from the SDK's
+vendored copy in a few bracket and escape details, which `_AzurePattern` puts back (see its docstring).
+tests/test_ignorefile.py checks the result against the SDK's own IgnoreFile on generated cases.
 """
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from .errors import UsageError
 
 AML_IGNORE = ".amlignore"
 GIT_IGNORE = ".gitignore"
 
 
-@dataclass(frozen=True)
-class _Pattern:
-    regex: re.Pattern
-    negate: bool
-    dir_only: bool
-    source: str
+class _AzurePattern(GitIgnoreSpecPattern):
+    """pathspec's gitignore pattern with the vendored (0.10) glob rules azure-ai-ml matches with:
+    `[^a]` is a literal caret (pathspec >= 1 reads it as negation), an unclosed `[` is a literal bracket
+    (pathspec >= 1 drops the whole pattern), a trailing backslash makes the pattern invalid, and `!/`
+    matches nothing."""
 
+    __slots__ = ()
 
-def _translate(glob: str) -> str:
-    """A gitignore glob (without leading/trailing slash handling) as a regex over a '/'-separated path."""
-    out = []
-    i, n = 0, len(glob)
-    while i < n:
-        c = glob[i]
-        if c == "*":
-            if glob[i:i + 2] == "**":
-                # '**/' = zero or more folders; '/**' at the end = everything inside; other '**' = '*'
-                before_ok = i == 0 or glob[i - 1] == "/"
-                after = glob[i + 2:i + 3]
-                if before_ok and after == "/":
-                    out.append("(?:[^/]*/)*")
-                    i += 3
-                    continue
-                if before_ok and i + 2 == n:
-                    out.append(".*")
-                    i += 2
-                    continue
-                out.append("[^/]*")
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = glob.find("]", i + 2 if glob[i + 1:i + 2] in ("!", "^") else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = glob[i + 1:j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "\\" and i + 1 < n:
+    @classmethod
+    def pattern_to_regex(cls, pattern):
+        if isinstance(pattern, str) and pattern.strip() == "!/":
+            return None, None
+        return super().pattern_to_regex(pattern)
+
+    @staticmethod
+    def _translate_segment_glob(pattern: str, *_range_error) -> str:
+        escape = False
+        regex = ""
+        i, end = 0, len(pattern)
+        while i < end:
+            char = pattern[i]
             i += 1
-            out.append(re.escape(glob[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+            if escape:
+                escape = False
+                regex += re.escape(char)
+            elif char == "\\":
+                escape = True
+            elif char == "*":
+                regex += "[^/]*"
+            elif char == "?":
+                regex += "[^/]"
+            elif char == "[":
+                j = i
+                if j < end and pattern[j] == "!":
+                    j += 1
+                if j < end and pattern[j] == "]":
+                    j += 1
+                while j < end and pattern[j] != "]":
+                    j += 1
+                if j < end:
+                    j += 1
+                    expr = "["
+                    if pattern[i] == "!":
+                        expr += "^"
+                        i += 1
+                    elif pattern[i] == "^":
+                        expr += "\\^"
+                        i += 1
+                    regex += expr + pattern[i:j].replace("\\", "\\\\")
+                    i = j
+                else:
+                    regex += "\\["
+            else:
+                regex += re.escape(char)
+        if escape:
+            raise ValueError(f"nothing after the escape character in {pattern!r}")
+        return regex
 
 
-def parse(lines) -> list[_Pattern]:
+def parse(lines, source: str = "ignore file") -> list[_AzurePattern]:
+    """Compile ignore-file lines as the SDK does (each line right-stripped, then the pattern stripped).
+    A line the SDK cannot compile fails its upload; here it is an error naming the line (exit 2)."""
     pats = []
-    for raw in lines:
-        line = raw.rstrip("\n").rstrip("\r")
-        # trailing spaces are ignored unless escaped
-        stripped = line.rstrip(" ")
-        if stripped.endswith("\\") and len(line) > len(stripped):
-            stripped += " "
-        line = stripped
-        if not line or line.startswith("#"):
-            continue
-        negate = False
-        if line.startswith("!"):
-            negate, line = True, line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = _translate(line)
-        prefix = "" if anchored else "(?:.*/)?"
-        pats.append(_Pattern(re.compile(f"^{prefix}{body}$"), negate, dir_only, raw.strip()))
+    for n, raw in enumerate(lines, 1):
+        line = raw.rstrip("\n").rstrip()
+        try:
+            pat = _AzurePattern(line.strip())
+        except (ValueError, re.error) as exc:
+            raise UsageError(f"{source}:{n}: invalid pattern {line!r} ({exc})",
+                             hint="azure-ai-ml fails the upload on it too; a trailing backslash (an escaped "
+                                  "trailing space) is the usual cause") from None
+        if pat.include is not None:
+            pats.append(pat)
     return pats
 
 
 class IgnoreRules:
-    def __init__(self, patterns: list[_Pattern] | None = None, source: Path | None = None):
+    def __init__(self, patterns: list | None = None, source: Path | None = None, base: Path | None = None):
         self.patterns = patterns or []
         self.source = source
+        self.base = base            # the folder paths are made relative to (the ignore file's, resolved)
 
     @classmethod
     def for_folder(cls, root: Path) -> "IgnoreRules":
+        """get_ignore_file: `.amlignore` when it exists, else `.gitignore`, only in the root."""
         for name in (AML_IGNORE, GIT_IGNORE):
             p = Path(root) / name
-            if p.is_file():
-                return cls(parse(p.read_text(encoding="utf-8", errors="replace").splitlines()), p)
-        return cls()
+            if p.exists():
+                try:
+                    text = p.read_text(encoding="utf-8-sig", errors="replace")
+                except OSError as exc:
+                    raise UsageError(f"cannot read the ignore file {p}: {exc.strerror or exc}") from None
+                return cls(parse(text.splitlines(), str(p)), p, p.resolve().parent)
+        return cls(base=Path(root).resolve())
 
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        """rel: path relative to the root, '/'-separated. The last matching pattern decides."""
+    def excluded_rel(self, rel: str) -> bool:
+        """rel: '/'-separated, relative to the root. The last matching pattern decides; folders are not
+        special (a path inside an excluded folder can be re-included)."""
         result = False
         for p in self.patterns:
-            if p.dir_only and not is_dir:
-                continue
-            if p.regex.match(rel):
-                result = not p.negate
+            if p.match_file(rel) is not None:
+                result = p.include
         return result
+
+    def excluded(self, path: str | os.PathLike) -> bool:
+        """IgnoreFile.is_file_excluded: `path` made relative to the ignore file's folder, as written
+        (a path reached through a symlinked folder the SDK has already resolved may start with `../`)."""
+        if not self.patterns:
+            return False
+        rel = os.path.relpath(Path(path).absolute(), self.base)
+        rel = rel.replace(os.sep, "/")
+        if rel.startswith("./"):
+            rel = rel[2:]
+        return self.excluded_rel(rel)

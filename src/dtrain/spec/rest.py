@@ -285,18 +285,11 @@ def _file_hash(path: Path, h) -> None:
             h.update(chunk)
 
 
-def _excluded_as_sdk(rules: IgnoreRules, rel: str) -> bool:
-    """The SDK's IgnoreFile.is_file_excluded: it cannot tell folders from files, so a `logs/` pattern
-    leaves the folder name `logs` in the hash and excludes what is inside it."""
-    parts = rel.split("/")
-    if any(rules.ignored("/".join(parts[:i]), True) for i in range(1, len(parts))):
-        return True
-    return rules.ignored(rel, False)
-
-
 def _dir_hash(directory: Path, h, rules: IgnoreRules, root: Path) -> None:
+    """The SDK's _get_dir_hash: every entry is matched on its own path (IgnoreFile.is_file_excluded: no
+    folder pruning, last match wins); a symlinked folder is walked at its resolved location."""
     for p in sorted(directory.iterdir(), key=lambda x: str(x).lower()):
-        if _excluded_as_sdk(rules, p.relative_to(root).as_posix()):
+        if rules.excluded(p):
             continue
         h.update(p.name.encode())
         if p.is_symlink():

@@ -203,6 +203,9 @@ class AzureBackend:
 
     # --- plan / submit -------------------------------------------------------------------------
     def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> AzurePlan:
+        from ...codefiles import check_code_folder
+
+        check_code_folder(spec.code_path())   # what the SDK's upload would hang or fail on, refused first
         return build_plan(spec, options or SubmitOptions(), self.workspace(submitting=True))
 
     def _load_job(self, plan: AzurePlan):

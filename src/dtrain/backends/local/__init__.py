@@ -15,14 +15,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import JobNotFound, UsageError
+from ...codefiles import code_files, copy_files
+from ...errors import JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from . import procs
-from .ignore import snapshot
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan
-from .store import PLAN, STATE, atomic_write_json, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
+from .store import PLAN, STATE, CorruptState, atomic_write_json, checked_home, ensure_writable, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
 
 __all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
 
@@ -44,7 +44,7 @@ class LocalBackend:
 
     @property
     def home(self) -> Path:
-        return self._home or dtrain_home()
+        return checked_home(self._home) if self._home else dtrain_home()
 
     def _dir(self, name: str) -> Path:
         if not valid_name(name):
@@ -58,17 +58,18 @@ class LocalBackend:
     def submit(self, plan: LocalPlan) -> JobInfo:
         target = Path(plan.job_dir)
         root = target.parent
-        root.mkdir(parents=True, exist_ok=True)
+        ensure_writable(root)
         phash = plan.plan_hash()
         if (target / STATE).exists():
             return self._existing(plan, phash)
+        code = code_files(Path(plan.code)) if plan.code else None   # refuses bad code folders up front
         staging = root / f".staging-{plan.name}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:
             (staging / "user_logs").mkdir()
             (staging / "system_logs").mkdir()
-            if plan.code:
-                snapshot(Path(plan.code), staging / "snapshot")
+            if code is not None:
+                copy_files(code, staging / "snapshot")
             else:
                 (staging / "snapshot").mkdir()
             for d in plan.output_dirs:
@@ -100,7 +101,11 @@ class LocalBackend:
         return self.status(plan.name)
 
     def _existing(self, plan: LocalPlan, phash: str) -> JobInfo:
-        state = read_state(Path(plan.job_dir))
+        try:
+            state = read_state(Path(plan.job_dir))
+        except CorruptState as exc:
+            raise UsageError(f"a local job named '{plan.name}' already exists and its state is unreadable "
+                             f"({exc})", hint="give a new name with --name") from None
         if state.get("plan_hash") != phash:
             raise UsageError(f"a local job named '{plan.name}' already exists (a different job)",
                              hint="give a new name with --name, or drop `name:` from the spec to get a generated "
@@ -173,7 +178,10 @@ class LocalBackend:
         return update_state(job_dir, repair)
 
     def status(self, name: str) -> JobInfo:
-        job_dir, state = self._read(name)
+        try:
+            job_dir, state = self._read(name)
+        except CorruptState as exc:
+            return _unreadable(exc)
         state = self._check_lost(name, job_dir, state)
         return _info(state, job_dir)
 
@@ -182,7 +190,10 @@ class LocalBackend:
 
     # --- logs ----------------------------------------------------------------------------------
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
-        job_dir, _ = self._read(name)
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            job_dir = exc.path.parent             # its logs are still worth reading
         plan = read_json(job_dir / PLAN)
         ranks = plan.get("ranks") or []
         if rank is not None:
@@ -199,7 +210,12 @@ class LocalBackend:
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:
-        job_dir, state = self._read(name)
+        try:
+            job_dir, state = self._read(name)
+        except CorruptState as exc:
+            raise LostTrack(f"cannot cancel '{name}': {exc}",
+                            hint="its processes, if any still run, carry DTRAIN_LOCAL_JOB in their "
+                                 "environment; stop them by hand") from None
         state = self._check_lost(name, job_dir, state)
         if is_terminal(state["status"]):
             return _info(state, job_dir)
@@ -245,14 +261,18 @@ class LocalBackend:
         root = jobs_root(self.home)
         if not root.is_dir():
             return []
-        states = []
+        states, corrupt = [], []
         dirs = [root / n for n in names if valid_name(n)] if names else root.iterdir()
         for d in dirs:
             if d.name.startswith(".") or not (d / STATE).is_file():
                 continue
             try:
                 s = read_state(d)
-            except (OSError, ValueError):
+            except FileNotFoundError:
+                continue                          # removed meanwhile
+            except CorruptState as exc:
+                if names or not (experiment or tags):   # shown as such, never silently dropped
+                    corrupt.append(_unreadable(exc))
                 continue
             if experiment and s.get("experiment_name") != experiment:
                 continue
@@ -263,7 +283,16 @@ class LocalBackend:
         states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
         if limit is not None:
             states = states[:limit]
-        return [_info(self._check_lost(d.name, d, s), d) for d, s in states]
+        infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
+        return infos[:limit] if limit is not None else infos
+
+
+def _unreadable(exc: CorruptState) -> JobInfo:
+    """A job whose state.json makes no sense: shown with status Unreadable (exit 7, lost track), named by
+    its file, so one bad file never hides or breaks the other jobs."""
+    msg = f"state file {exc.path} {exc.reason}"
+    return JobInfo(name=exc.path.parent.name, backend="local", status="Unreadable", url=str(exc.path.parent),
+                   failure=FailureInfo(message=msg), last_line=msg)
 
 
 def _info(state: dict, job_dir: Path) -> JobInfo:

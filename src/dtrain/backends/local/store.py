@@ -20,7 +20,10 @@ import json
 import os
 import re
 import tempfile
+from datetime import datetime
 from pathlib import Path
+
+from ...errors import ConfigError, UsageError
 
 STATE = "state.json"
 PLAN = "plan.json"
@@ -33,7 +36,29 @@ _DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
 
 
 def dtrain_home() -> Path:
-    return Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve()
+    return checked_home(Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser().resolve())
+
+
+_HOME_HINT = "set DTRAIN_HOME to a writable folder (default ~/.dtrain); it holds local jobs and datastores"
+
+
+def checked_home(home: Path) -> Path:
+    """DTRAIN_HOME must be a folder (or not exist yet): anything else is a configuration error (exit 6)."""
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"DTRAIN_HOME {home} is not a folder", hint=_HOME_HINT)
+    return home
+
+
+def ensure_writable(folder: Path) -> None:
+    """Create `folder` (under DTRAIN_HOME) and prove it writable, or fail with a configuration error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=str(folder))
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write local job state under {folder}: {exc.strerror or exc}",
+                          hint=_HOME_HINT) from None
 
 
 def jobs_root(home: Path | None = None) -> Path:
@@ -43,17 +68,26 @@ def jobs_root(home: Path | None = None) -> Path:
 def datastore_path(uri: str, home: Path | None = None, job_name: str | None = None) -> Path | None:
     """azureml://datastores/<store>/paths/<path> -> $DTRAIN_HOME/datastores/<store>/<path>: the local
     stand-in for a datastore, shared by every local job, so one job's output can be the next one's
-    input (e.g. checkpoints to resume from). None for other URIs."""
+    input (e.g. checkpoints to resume from). None for other URIs. A store name Azure would refuse, or a
+    path with `..`, is an error (exit 2): nothing may land outside that store's folder."""
     m = _DATASTORE_RE.match(uri or "")
     if not m:
         return None
-    rel = m.group(2)
+    store, rel = m.group(1), m.group(2)
+    if not valid_name(store):   # the REST spec's datastore name pattern, the same as a job name's
+        raise UsageError(f"{uri}: '{store}' is not a datastore name",
+                         hint="Azure ML datastore names are letters, digits, '_' and '-', starting with a "
+                              "letter or digit")
     if job_name:  # Azure expands {name} / ${{name}} in output paths to the job name
         rel = rel.replace("${{name}}", job_name).replace("{name}", job_name)
-    root = (home or dtrain_home()) / "datastores" / m.group(1)
+    if ".." in rel.split("/") or "\0" in rel:
+        raise UsageError(f"{uri}: a datastore path cannot contain a '..' segment",
+                         hint="write the path from the datastore's root, e.g. "
+                              f"azureml://datastores/{store}/paths/checkpoints/run1")
+    root = (home or dtrain_home()) / "datastores" / store
     p = (root / rel.strip("/")).resolve()
-    if root.resolve() not in (p, *p.parents):
-        return None  # ".." escaping the datastore: not ours to map
+    if root.resolve() not in (p, *p.parents):   # a symlink inside the store pointing elsewhere
+        raise UsageError(f"{uri}: resolves to {p}, outside the local datastore folder {root}")
     return p
 
 
@@ -90,8 +124,36 @@ def read_json(path: Path):
         return json.load(f)
 
 
+class CorruptState(Exception):
+    """state.json exists but cannot be read as a job state (truncated, not an object, no status)."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 def read_state(job_dir: Path) -> dict:
-    return read_json(Path(job_dir) / STATE)
+    """The job's state. FileNotFoundError when there is none; CorruptState when it makes no sense."""
+    path = Path(job_dir) / STATE
+    try:
+        state = read_json(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:       # ValueError covers bad JSON and bad UTF-8
+        raise CorruptState(path, f"not readable as JSON ({exc})") from None
+    if not isinstance(state, dict):
+        raise CorruptState(path, f"holds a JSON {type(state).__name__}, not an object")
+    for key in ("status", "name", "created", "token"):
+        if not isinstance(state.get(key), str):
+            raise CorruptState(path, f"has no valid `{key}`")
+    try:
+        datetime.fromisoformat(state["created"])
+    except ValueError:
+        raise CorruptState(path, "has no valid `created`") from None
+    for key in ("supervisor", "tags", "failure"):
+        if not isinstance(state.get(key) or {}, dict):
+            raise CorruptState(path, f"has no valid `{key}`")
+    return state
 
 
 @contextlib.contextmanager
