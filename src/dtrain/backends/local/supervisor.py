@@ -1,10 +1,12 @@
 """The detached process that runs one local job: `python -m dtrain.backends.local.supervisor JOB_DIR`.
 
-Started by LocalBackend.submit() in its own session (it survives the terminal). It starts every process
-of the plan (each in its own process group, with PR_SET_PDEATHSIG so they die with it), waits, stops the
-rest as soon as one fails (SIGTERM to each group, SIGKILL after a grace period), honours limits.timeout
-and cancel (SIGTERM to the supervisor), sweeps every process that carries the job's token, and writes
-the final state. It is a child subreaper, so processes orphaned inside the job are reparented to it.
+Started by the job's watchdog (watchdog.py; submit starts that in its own session, so the job survives
+the terminal). It starts every process of the plan (each in its own session and process group, with
+PR_SET_PDEATHSIG so they die with it), waits, stops the rest as soon as one fails (SIGTERM to each group,
+SIGKILL after the job's grace period), honours limits.timeout and cancel (SIGTERM to the supervisor),
+stops everything the job left behind (its whole process tree: it is a child subreaper, so orphans inside
+the job are reparented to it; and every process carrying the job's token), and writes the final state,
+unless the state is already final (a cancel that gave up waiting for it wins: final is final).
 """
 from __future__ import annotations
 
@@ -22,28 +24,38 @@ from pathlib import Path
 from . import env as _env
 from . import failure as _failure
 from . import procs
+from ...exitcodes import TERMINAL_STATUSES as TERMINAL
 from .store import PLAN, read_json, read_state, update_state
 
-TERMINAL = ("Completed", "Failed", "Canceled")
+DEFAULT_GRACE_S = 5.0
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def grace_seconds() -> float:
+def grace_seconds(environ=None) -> float:
+    """The grace period set in this environment (read once, by submit, and recorded with the job)."""
     try:
-        return max(0.0, float(os.environ.get("DTRAIN_LOCAL_GRACE_S", "5")))
+        return max(0.0, float((environ if environ is not None else os.environ).get("DTRAIN_LOCAL_GRACE_S",
+                                                                                  DEFAULT_GRACE_S)))
     except ValueError:
-        return 5.0
+        return DEFAULT_GRACE_S
+
+
+def job_grace(state: dict) -> float:
+    """The grace period belongs to the job: recorded at submit (older jobs: this environment's)."""
+    g = state.get("grace_s")
+    return float(g) if isinstance(g, (int, float)) and g >= 0 else grace_seconds()
 
 
 class Supervisor:
     def __init__(self, job_dir: Path):
         self.job_dir = Path(job_dir)
         self.plan = read_json(self.job_dir / PLAN)
-        self.token = read_state(self.job_dir)["token"]
-        self.grace = grace_seconds()
+        state = read_state(self.job_dir)
+        self.token = state["token"]
+        self.grace = job_grace(state)
         self.cancel_flag = False
         self.children: dict[int, dict] = {}     # pid -> process record (unreaped children of the plan)
         self.records: list[dict] = []
@@ -102,6 +114,7 @@ class Supervisor:
             Path(d).mkdir(parents=True, exist_ok=True)
         base = dict(os.environ)
         base.pop("DTRAIN_LOCAL_GRACE_S", None)
+        base.pop(procs.OWNER_VAR, None)
         base[procs.TOKEN_VAR] = self.token
         me = os.getpid()
         for p in plan["processes"]:
@@ -116,7 +129,7 @@ class Supervisor:
                                          stderr=subprocess.STDOUT, close_fds=True,
                                          preexec_fn=procs.child_preexec(me, deathsig))
             rec = {"rank": p.get("rank"), "node": p.get("node"), "role": p.get("role"), "pid": child.pid,
-                   "pgid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
+                   "pgid": child.pid, "sid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
                    "log": p["log"]}
             child.returncode = 0          # we reap with waitpid(-1); keep Popen.__del__ from touching it
             self.records.append(rec)
@@ -165,6 +178,8 @@ class Supervisor:
             if stop_at is not None:
                 wait_for = min(wait_for, 0.1)
             self._wait_event(wait_for)
+            if reason is None and self.cancel_flag:     # before reaping: what a cancel killed is no failure
+                reason = "canceled"
             for rec in self._reap():
                 if rec["exit_code"] != 0 and reason is None:
                     reason, first_fail = "failed", rec
@@ -179,8 +194,10 @@ class Supervisor:
                 self._signal_children(signal.SIGKILL)
                 procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()])
                 stop_at = time.monotonic() + 1.0
-        # Nothing of the job outlives it: background processes it left behind are stopped too.
+        # Nothing of the job outlives it: what it left behind is stopped too, marked with the token or not
+        # (an `env -i` grandchild, a setsid daemon: orphans are reparented to this subreaper).
         procs.kill_job_processes(self.token, [], grace=min(self.grace, 2.0))
+        procs.kill_tree(os.getpid(), self.token, reap=True)
         self._reap()
         elapsed = time.monotonic() - t0
         if reason == "timeout":
@@ -201,6 +218,7 @@ class Supervisor:
     def stop_all(self, grace: float):
         self._signal_children(signal.SIGTERM if grace else signal.SIGKILL)
         procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()], grace=grace)
+        procs.kill_tree(os.getpid(), self.token, reap=True)
         self._reap()
 
     def describe_failure(self, rec: dict) -> dict:
@@ -227,6 +245,8 @@ class Supervisor:
 
     def finish(self, status: str, failure: dict | None, timed_out: bool = False):
         def fin(s):
+            if s["status"] in TERMINAL:
+                return                    # final is final (e.g. Canceled while this supervisor was stalled)
             s["status"] = status
             s["ended"] = now_iso()
             s["failure"] = failure
@@ -249,6 +269,7 @@ def main(argv=None) -> int:
         with contextlib.suppress(Exception):
             state = read_state(job_dir)
             procs.kill_job_processes(state["token"], [], grace=1.0)
+            procs.kill_tree(os.getpid(), state["token"], reap=True)
         with contextlib.suppress(Exception):
             def fin(s):
                 if s["status"] not in TERMINAL:
