@@ -146,3 +146,33 @@ def test_a_job_submitted_from_inside_another_outlives_it(tmp_path, dtrain_home, 
     assert info.status == "Completed", info.failure
     assert [l.text for l in b.logs("inner")] == ["inner-done"]
     assert no_job_processes(b, "inner")
+
+
+def test_killed_watchdog_ends_the_job_as_lost_too(tmp_path, dtrain_home, monkeypatch):
+    monkeypatch.setenv("DTRAIN_LOCAL_GRACE_S", "1")
+    b, plan, info = submit(tmp_path, dist_body("pytorch", 1, 2, command="python esc.py stay; echo done"),
+                           code={"esc.py": ESCAPERS.format(t="92.")}, name="wd")
+    logs_show(b, "wd", "started", 2)
+    job = dtrain_home / "jobs" / "wd"
+    os.kill(read_state(job)["watchdog"]["pid"], signal.SIGKILL)
+    st = wait_state(job, lambda s: s["status"] in TERMINAL_STATUSES)
+    assert st["status"] == "NotResponding" and "watchdog" in st["failure"]["message"]
+    for m in ("sleep 92.1", "sleep 92.2", "esc.py stay"):
+        assert alive(m) == [], m
+
+
+def test_supervisor_and_watchdog_killed_together_wait_exits_5_and_stops_the_rest(tmp_path, dtrain_home, cli):
+    # The last resort: no dtrain process of the job is left to clean up, so the next command does it, by
+    # the job's marker and by the sessions its processes led (the `env -i` grandchild carries no marker).
+    b, plan, info = submit(tmp_path, dist_body("pytorch", 1, 2, command="python esc.py stay; echo done"),
+                           code={"esc.py": ESCAPERS.format(t="91.")}, name="both")
+    logs_show(b, "both", "started", 2)
+    st = read_state(dtrain_home / "jobs" / "both")
+    os.kill(st["watchdog"]["pid"], signal.SIGSTOP)       # so that it cannot act before it is killed
+    os.kill(st["supervisor"]["pid"], signal.SIGKILL)
+    os.kill(st["watchdog"]["pid"], signal.SIGKILL)
+    r = cli("wait", "both", env={"DTRAIN_HOME": str(dtrain_home)}, timeout=60)
+    assert r.returncode == ExitCode.INFRA, r.stderr
+    assert "the local supervisor" in r.stderr and "is gone" in r.stderr
+    for m in ("sleep 91.1", "sleep 91.2", "esc.py stay"):
+        assert alive(m) == [], m

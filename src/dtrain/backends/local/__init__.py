@@ -170,8 +170,8 @@ class LocalBackend:
                 return                            # the supervisor finished after all
             if self._supervisor_alive(name, s):
                 return
-            stopped = _stop_leftovers(s)
-            s["failure"] = lost_failure(job_dir, sup, s["status"], "killed, or the machine restarted", stopped)
+            _stop_leftovers(s)
+            s["failure"] = lost_failure(job_dir, sup, s["status"], "killed, or the machine restarted")
             s["status"] = LOST_STATUS
             s["ended"] = _now()
 

@@ -41,6 +41,14 @@ def set_subreaper() -> bool:
         return False
 
 
+def set_pdeathsig(sig: int) -> bool:
+    """This process gets sig when its parent dies."""
+    try:
+        return _prctl(PR_SET_PDEATHSIG, int(sig)) == 0
+    except OSError:
+        return False
+
+
 def child_preexec(parent_pid: int, deathsig: int = signal.SIGKILL):
     """preexec_fn for children: own session (and process group), and die when the parent (the supervisor)
     dies."""

@@ -50,13 +50,15 @@ def job_grace(state: dict) -> float:
 
 
 class Supervisor:
-    def __init__(self, job_dir: Path):
+    def __init__(self, job_dir: Path, watchdog: int | None = None):
         self.job_dir = Path(job_dir)
         self.plan = read_json(self.job_dir / PLAN)
         state = read_state(self.job_dir)
         self.token = state["token"]
         self.grace = job_grace(state)
         self.cancel_flag = False
+        self.watchdog = watchdog                # the parent that finishes the job if this process is lost
+        self.watchdog_lost = False
         self.children: dict[int, dict] = {}     # pid -> process record (unreaped children of the plan)
         self.records: list[dict] = []
         self._r, self._w = os.pipe()
@@ -67,8 +69,12 @@ class Supervisor:
     def _on_stop(self, signum, frame):
         self.cancel_flag = True
 
+    def _on_watchdog_lost(self, signum, frame):
+        self.watchdog_lost = True
+
     def install_signals(self):
         signal.set_wakeup_fd(self._w)
+        signal.signal(signal.SIGUSR1, self._on_watchdog_lost)
         signal.signal(signal.SIGCHLD, lambda s, f: None)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, self._on_stop)
@@ -84,6 +90,12 @@ class Supervisor:
     def run(self) -> int:
         procs.set_subreaper()
         self.install_signals()
+        if self.watchdog:
+            # The watchdog and this supervisor stand or fall together: when it is killed, SIGUSR1 here, and
+            # the job ends as lost (NotResponding), as when this process is killed.
+            procs.set_pdeathsig(signal.SIGUSR1)
+            if os.getppid() != self.watchdog:
+                self.watchdog_lost = True
         me, st = os.getpid(), procs.start_time(os.getpid())
 
         def mark_start(s):
@@ -180,6 +192,8 @@ class Supervisor:
             self._wait_event(wait_for)
             if reason is None and self.cancel_flag:     # before reaping: what a cancel killed is no failure
                 reason = "canceled"
+            if reason is None and self.watchdog_lost:
+                reason = "lost"
             for rec in self._reap():
                 if rec["exit_code"] != 0 and reason is None:
                     reason, first_fail = "failed", rec
@@ -203,6 +217,11 @@ class Supervisor:
         if reason == "timeout":
             self.finish("Canceled", {"message": f"timed out after {timeout} s (limits.timeout); "
                                                 f"the job was canceled after {elapsed:.0f} s"}, timed_out=True)
+        elif reason == "lost":
+            from .watchdog import LOST_STATUS, lost_failure
+
+            self.finish(LOST_STATUS, lost_failure(self.job_dir, {"pid": self.watchdog}, "Running", "killed",
+                                                  who="supervisor's watchdog"))
         elif reason == "canceled":
             self.finish("Canceled", None)
         elif reason == "failed":
@@ -259,9 +278,10 @@ class Supervisor:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job_dir = Path(argv[0])
+    watchdog = int(argv[1]) if len(argv) > 1 else None
     sup = None
     try:
-        sup = Supervisor(job_dir)
+        sup = Supervisor(job_dir, watchdog)
         return sup.run()
     except Exception as exc:  # noqa: BLE001 - the job must end in a terminal state whatever happens
         reason = repr(exc)

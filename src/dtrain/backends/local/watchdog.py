@@ -1,6 +1,7 @@
 """The process `submit` starts for a local job: `python -m dtrain.backends.local.watchdog JOB_DIR`.
 
-It makes itself a child subreaper, starts the supervisor as its child, and waits for it. A supervisor that
+It makes itself a child subreaper, starts the supervisor as its child, and waits for it (the supervisor
+ends the job as lost if the watchdog is killed: PR_SET_PDEATHSIG). A supervisor that
 is killed (even with SIGKILL) cannot clean up after itself; the watchdog can: every process of the job is
 its descendant (orphans are reparented to the nearest living subreaper, which is the watchdog once the
 supervisor is gone), so it kills them all, whatever the command's shape, and writes the final state at
@@ -29,10 +30,11 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def lost_failure(job_dir: Path, sup: dict, was: str, how: str, stopped: int) -> dict:
+def lost_failure(job_dir: Path, sup: dict, was: str, how: str, left: int = 0, who: str = "supervisor") -> dict:
     where = f" (pid {sup.get('pid')})" if sup.get("pid") else ""
-    return {"message": f"the local supervisor{where} is gone ({how}) while the job was {was}; its processes "
-                       f"were stopped ({stopped} found); see {job_dir / 'system_logs' / 'supervisor.txt'}",
+    return {"message": f"the local {who}{where} is gone ({how}) while the job was {was}; its processes "
+                       f"were stopped" + (f" ({left} could not be)" if left else "")
+                       + f"; see {job_dir / 'system_logs' / 'supervisor.txt'}",
             "infrastructure": True, "last_lines": [], "traceback": []}
 
 
@@ -51,7 +53,8 @@ def main(argv=None) -> int:
     job_dir = Path(argv[0]).resolve()
     procs.set_subreaper()                  # before the supervisor starts, so every descendant inherits it
     token = read_state(job_dir)["token"]
-    child = subprocess.Popen([sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir)],
+    child = subprocess.Popen([sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir),
+                              str(os.getpid())],
                              cwd=str(job_dir), stdin=subprocess.DEVNULL, close_fds=True)
     child.returncode = 0                   # reaped below with waitpid(-1); keep Popen away from it
 
@@ -72,15 +75,15 @@ def main(argv=None) -> int:
         if pid == child.pid:
             status = st
 
-    stopped = procs.kill_tree(os.getpid(), token, reap=True)
-    stopped += procs.kill_job_processes(token, [])
+    procs.kill_tree(os.getpid(), token, reap=True)
+    left = procs.kill_job_processes(token, [])
     st_before = read_state(job_dir)
 
     def fin(s):
         if s["status"] in FINAL:
             return                         # final is final: the supervisor (or cancel) already decided
         s["failure"] = lost_failure(job_dir, s.get("supervisor") or {}, s["status"],
-                                    _how(status) if status is not None else "lost", stopped)
+                                    _how(status) if status is not None else "lost", left)
         s["status"] = LOST_STATUS
         s["ended"] = now_iso()
 
