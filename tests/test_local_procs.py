@@ -176,3 +176,27 @@ def test_supervisor_and_watchdog_killed_together_wait_exits_5_and_stops_the_rest
     assert "the local supervisor" in r.stderr and "is gone" in r.stderr
     for m in ("sleep 91.1", "sleep 91.2", "esc.py stay"):
         assert alive(m) == [], m
+
+
+def test_submit_wait_exits_5_when_the_supervisor_is_killed(tmp_path, dtrain_home):
+    import subprocess
+    import sys
+
+    spec = tmp_path / "job.yml"
+    spec.write_text("command: sleep 90.7; echo never\nenvironment: azureml:env@latest\n")
+    env = {**os.environ, "DTRAIN_HOME": str(dtrain_home), "NO_COLOR": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", str(spec), "--local", "--name", "sw",
+                          "--wait"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job = dtrain_home / "jobs" / "sw"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not cmdline_pids("sleep 90.7"):
+            time.sleep(0.05)
+        os.kill(read_state(job)["supervisor"]["pid"], signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == ExitCode.INFRA, err
+    assert "NotResponding" in err and "the local supervisor" in err and "is gone" in err
+    assert alive("sleep 90.7") == []
