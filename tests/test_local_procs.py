@@ -200,3 +200,20 @@ def test_submit_wait_exits_5_when_the_supervisor_is_killed(tmp_path, dtrain_home
     assert p.returncode == ExitCode.INFRA, err
     assert "NotResponding" in err and "the local supervisor" in err and "is gone" in err
     assert alive("sleep 90.7") == []
+
+
+def test_a_stalled_watchdog_does_not_keep_a_lost_job_running(tmp_path, dtrain_home):
+    b, plan, info = submit(tmp_path, dist_body("pytorch", 1, 2, command="python esc.py stay; echo done"),
+                           code={"esc.py": ESCAPERS.format(t="89.")}, name="wds")
+    logs_show(b, "wds", "started", 2)
+    st = read_state(dtrain_home / "jobs" / "wds")
+    wd = st["watchdog"]
+    os.kill(wd["pid"], signal.SIGSTOP)
+    os.kill(st["supervisor"]["pid"], signal.SIGKILL)
+    while procs.is_alive(st["supervisor"]["pid"], st["supervisor"]["start_time"]):
+        time.sleep(0.01)                   # (a zombie: its parent, the watchdog, is stopped)
+    info = b.status("wds")                 # waits a moment for the watchdog, then finishes the job itself
+    assert info.status == "NotResponding"
+    for m in ("sleep 89.1", "sleep 89.2", "esc.py stay"):
+        assert alive(m) == [], m
+    assert alive(f"local.watchdog {dtrain_home}") == []

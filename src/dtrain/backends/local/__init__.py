@@ -30,6 +30,8 @@ __all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
 
 # A job whose supervisor was never recorded is considered lost after this long.
 _START_GRACE_S = 60.0
+# How long a command waits for a live watchdog to finish a job whose supervisor is gone before doing it.
+_WATCHDOG_WAIT_S = 3.0
 # How long cancel waits for the supervisor beyond the job's grace period before stopping the job itself.
 _CANCEL_MARGIN_S = 5.0
 
@@ -155,8 +157,20 @@ class LocalBackend:
         if is_terminal(state["status"]):
             return state
         alive = self._supervisor_alive(name, state)
+        stuck = None
         if alive:
-            return state
+            sup = state.get("supervisor")
+            if not sup or procs.is_alive(sup.get("pid"), sup.get("start_time")):
+                return state
+            # The supervisor is gone and its watchdog runs: it finishes the job within moments. One that
+            # does not (stopped, stalled) must not keep the job Running forever.
+            deadline = time.monotonic() + _WATCHDOG_WAIT_S
+            while time.monotonic() < deadline:
+                state = read_state(job_dir)
+                if is_terminal(state["status"]):
+                    return state
+                time.sleep(0.05)
+            stuck = state.get("watchdog")
         if alive is None:
             created = datetime.fromisoformat(state["created"])
             if (datetime.now(timezone.utc) - created).total_seconds() < _START_GRACE_S:
@@ -168,7 +182,10 @@ class LocalBackend:
             # the last resort is the job's marker and the sessions its processes were started in.
             if is_terminal(s["status"]):
                 return                            # the supervisor finished after all
-            if self._supervisor_alive(name, s):
+            if stuck and procs.is_alive(stuck.get("pid"), stuck.get("start_time")):
+                procs.kill_tree(stuck["pid"], s["token"])     # what it adopted, then the watchdog itself
+                procs.signal_pid(stuck["pid"], 9)
+            elif self._supervisor_alive(name, s):
                 return
             _stop_leftovers(s)
             s["failure"] = lost_failure(job_dir, sup, s["status"], "killed, or the machine restarted")
