@@ -168,11 +168,6 @@ def kill_tree(root: int, token: str, *, reap: bool = False) -> int:
     return len(killed)
 
 
-def session_id(pid: int) -> int | None:
-    f = _stat_fields(pid)
-    return int(f[3]) if f and len(f) > 3 else None
-
-
 def session_pids(sessions: dict[int, int | None]) -> list[int]:
     """Live processes in the given sessions ({sid: start time of its leader}). A session whose leader's pid
     now belongs to a process that started at another time is skipped: the kernel reuses a pid only once

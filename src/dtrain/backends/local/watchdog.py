@@ -53,16 +53,18 @@ def main(argv=None) -> int:
     job_dir = Path(argv[0]).resolve()
     procs.set_subreaper()                  # before the supervisor starts, so every descendant inherits it
     token = read_state(job_dir)["token"]
+    child = None
+
+    def forward(signum, frame):            # `kill WATCHDOG` means stop the job: the supervisor does it
+        if child is not None:
+            procs.signal_pid(child.pid, signal.SIGTERM)
+
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, forward)
     child = subprocess.Popen([sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir),
                               str(os.getpid())],
                              cwd=str(job_dir), stdin=subprocess.DEVNULL, close_fds=True)
     child.returncode = 0                   # reaped below with waitpid(-1); keep Popen away from it
-
-    def forward(signum, frame):            # `kill WATCHDOG` means stop the job: the supervisor does it
-        procs.signal_pid(child.pid, signal.SIGTERM)
-
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, forward)
 
     status = None
     while status is None:                  # reap adopted orphans too, until the supervisor itself exits
@@ -77,7 +79,6 @@ def main(argv=None) -> int:
 
     procs.kill_tree(os.getpid(), token, reap=True)
     left = procs.kill_job_processes(token, [])
-    st_before = read_state(job_dir)
 
     def fin(s):
         if s["status"] in FINAL:
@@ -87,9 +88,8 @@ def main(argv=None) -> int:
         s["status"] = LOST_STATUS
         s["ended"] = now_iso()
 
-    if st_before["status"] not in FINAL:
-        with contextlib.suppress(Exception):
-            update_state(job_dir, fin)
+    with contextlib.suppress(Exception):   # e.g. a state file no longer readable: the next command reports it
+        update_state(job_dir, fin)
     return 0
 
 
