@@ -157,7 +157,7 @@ def test_limits_timeout_cancels_the_job(tmp_path, dtrain_home):
     assert no_job_processes(b, "to", marker="sleep 73.9")
 
 
-def test_killed_supervisor_leaves_no_process_and_job_fails(tmp_path, dtrain_home):
+def test_killed_supervisor_leaves_no_process_and_is_infrastructure(tmp_path, dtrain_home):
     b, plan, info = submit(tmp_path, dist_body("pytorch", 2, 1,
                                                command="sleep 79.1 & (sleep 79.1; true) & sleep 79.1; wait"),
                            name="sk")
@@ -167,8 +167,9 @@ def test_killed_supervisor_leaves_no_process_and_job_fails(tmp_path, dtrain_home
     sup = read_state(dtrain_home / "jobs" / "sk")["supervisor"]
     os.kill(sup["pid"], signal.SIGKILL)
     info = wait_for(b, "sk", 10)
-    assert info.status == "Failed"
+    assert info.status == "NotResponding"       # a lost node: infrastructure (exit 5), not a job failure
     assert "supervisor" in info.failure.message and "gone" in info.failure.message
+    assert "SIGKILL" in info.failure.message
     assert no_job_processes(b, "sk", marker="sleep 79.1")
 
 
@@ -180,11 +181,15 @@ def test_reused_pid_is_not_trusted(tmp_path, dtrain_home):
     real = dict(st["supervisor"])
     from dtrain.backends.local.store import update_state
 
-    # Pretend the supervisor's pid now belongs to another process (this test process: alive, other start).
-    update_state(job, lambda s: s.update(supervisor={"pid": os.getpid(), "start_time": real["start_time"]}))
+    watchdog = dict(st["watchdog"])
+    # Pretend the pids of the supervisor and its watchdog now belong to another process (this test process:
+    # alive, other start).
+    update_state(job, lambda s: s.update(supervisor={"pid": os.getpid(), "start_time": real["start_time"]},
+                                         watchdog={"pid": os.getpid(), "start_time": watchdog["start_time"]}))
     info = b.status("reuse")
-    assert info.status == "Failed"
-    os.kill(real["pid"], signal.SIGKILL)         # the real supervisor, left alone by the test
+    assert info.status == "NotResponding"
+    os.kill(watchdog["pid"], signal.SIGKILL)     # the real ones, left alone by the test
+    os.kill(real["pid"], signal.SIGKILL)
     assert no_job_processes(b, "reuse", marker="sleep 83.3")
 
 

@@ -22,12 +22,19 @@ from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from . import procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan
-from .store import PLAN, STATE, CorruptState, atomic_write_json, checked_home, ensure_writable, dtrain_home, jobs_root, read_json, read_state, update_state, valid_name
+from .supervisor import grace_seconds, job_grace
+from .watchdog import LOST_STATUS, lost_failure
+from .store import (PLAN, STATE, CorruptState, atomic_write_json, checked_home, dtrain_home, ensure_writable,
+                    jobs_root, read_json, read_state, update_state, valid_name)
 
 __all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
 
 # A job whose supervisor was never recorded is considered lost after this long.
 _START_GRACE_S = 60.0
+# How long a command waits for a live watchdog to finish a job whose supervisor is gone before doing it.
+_WATCHDOG_WAIT_S = 3.0
+# How long cancel waits for the supervisor beyond the job's grace period before stopping the job itself.
+_CANCEL_MARGIN_S = 5.0
 
 
 def _now() -> str:
@@ -85,7 +92,7 @@ class LocalBackend:
                 "tags": plan.tags, "nodes": plan.nodes, "processes_per_node": plan.processes_per_node,
                 "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
                 "supervisor": None, "processes": [], "failure": None, "timed_out": False,
-                "cancel_requested": False,
+                "cancel_requested": False, "grace_s": grace_seconds(),
             }
             atomic_write_json(staging / STATE, state)
             os.rename(staging, target)
@@ -113,22 +120,24 @@ class LocalBackend:
         return self.status(plan.name)
 
     def _start_supervisor(self, job_dir: Path) -> None:
+        """Start the job's watchdog (which starts the supervisor) in a session of its own. Its environment
+        names this job as its owner and drops the marker of any job we run inside, so a job submitted from
+        inside another local job is its own: the outer job's cleanup leaves it alone (as on Azure, where a
+        job a job submits outlives the submitter)."""
+        token = read_state(job_dir)["token"]
+        env = {k: v for k, v in os.environ.items() if k != procs.TOKEN_VAR}
+        env[procs.OWNER_VAR] = token
         log = open(job_dir / "system_logs" / "supervisor.txt", "ab")
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir)],
+                [sys.executable, "-m", "dtrain.backends.local.watchdog", str(job_dir)],
                 cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True, env=dict(os.environ))
+                start_new_session=True, close_fds=True, env=env)
         finally:
             log.close()
         self._children[job_dir.name] = child
         st = procs.start_time(child.pid)
-
-        def rec(s):
-            if not s.get("supervisor"):
-                s["supervisor"] = {"pid": child.pid, "start_time": st}
-
-        update_state(job_dir, rec)
+        update_state(job_dir, lambda s: s.update(watchdog={"pid": child.pid, "start_time": st}))
 
     # --- status ------------------------------------------------------------------------------------
     def _read(self, name: str) -> tuple[Path, dict]:
@@ -140,20 +149,34 @@ class LocalBackend:
                               hint=f"`dtrain list` shows the jobs under {jobs_root(self.home)}") from None
 
     def _supervisor_alive(self, name: str, state: dict) -> bool | None:
+        """True while the supervisor or its watchdog runs (the watchdog finishes a job whose supervisor
+        died); None when neither was recorded yet."""
         child = self._children.get(name)
         if child is not None:
             child.poll()                          # reap it if it exited (we are its parent)
-        sup = state.get("supervisor")
-        if not sup:
+        recs = [r for r in (state.get("supervisor"), state.get("watchdog")) if r]
+        if not recs:
             return None
-        return procs.is_alive(sup.get("pid"), sup.get("start_time"))
+        return any(procs.is_alive(r.get("pid"), r.get("start_time")) for r in recs)
 
     def _check_lost(self, name: str, job_dir: Path, state: dict) -> dict:
         if is_terminal(state["status"]):
             return state
         alive = self._supervisor_alive(name, state)
+        stuck = None
         if alive:
-            return state
+            sup = state.get("supervisor")
+            if not sup or procs.is_alive(sup.get("pid"), sup.get("start_time")):
+                return state
+            # The supervisor is gone and its watchdog runs: it finishes the job within moments. One that
+            # does not (stopped, stalled) must not keep the job Running forever.
+            deadline = time.monotonic() + _WATCHDOG_WAIT_S
+            while time.monotonic() < deadline:
+                state = read_state(job_dir)
+                if is_terminal(state["status"]):
+                    return state
+                time.sleep(0.05)
+            stuck = state.get("watchdog")
         if alive is None:
             created = datetime.fromisoformat(state["created"])
             if (datetime.now(timezone.utc) - created).total_seconds() < _START_GRACE_S:
@@ -161,19 +184,19 @@ class LocalBackend:
         sup = state.get("supervisor") or {}
 
         def repair(s):
+            # Both the supervisor and its watchdog are gone (killed together, or the machine restarted):
+            # the last resort is the job's marker and the sessions its processes were started in.
             if is_terminal(s["status"]):
                 return                            # the supervisor finished after all
-            if self._supervisor_alive(name, s):
+            if stuck and procs.is_alive(stuck.get("pid"), stuck.get("start_time")):
+                procs.kill_tree(stuck["pid"], s["token"])     # what it adopted, then the watchdog itself
+                procs.signal_pid(stuck["pid"], 9)
+            elif self._supervisor_alive(name, s):
                 return
-            left = procs.kill_job_processes(s["token"], [], grace=0)
-            s["status"] = "Failed"
+            _stop_leftovers(s)
+            s["failure"] = lost_failure(job_dir, sup, s["status"], "killed, or the machine restarted")
+            s["status"] = LOST_STATUS
             s["ended"] = _now()
-            where = f" (pid {sup.get('pid')})" if sup.get("pid") else ""
-            s["failure"] = {"message": f"the local supervisor{where} is gone (killed, or the machine "
-                                       f"restarted) while the job was {state['status']}; its processes were "
-                                       f"stopped" + (f" ({left} could not be)" if left else "")
-                                       + f"; see {job_dir / 'system_logs' / 'supervisor.txt'}",
-                            "last_lines": [], "traceback": []}
 
         return update_state(job_dir, repair)
 
@@ -225,11 +248,9 @@ class LocalBackend:
                 s["cancel_requested"] = True
                 s["status"] = "CancelRequested"
 
-        update_state(job_dir, request)
-        from .supervisor import grace_seconds
-
+        state = update_state(job_dir, request)
         t0 = time.monotonic()
-        deadline = t0 + grace_seconds() + 10
+        deadline = t0 + job_grace(state) + _CANCEL_MARGIN_S
         signaled = False
         while time.monotonic() < deadline:
             state = read_state(job_dir)
@@ -237,9 +258,9 @@ class LocalBackend:
                 return _info(state, job_dir)
             sup = state.get("supervisor") or {}
             if sup:
-                if not procs.is_alive(sup.get("pid"), sup.get("start_time")):
-                    break                          # gone: clean up below
-                if not signaled:
+                if not self._supervisor_alive(name, state):
+                    break                          # gone, and its watchdog too: clean up below
+                if not signaled and procs.is_alive(sup.get("pid"), sup.get("start_time")):
                     procs.signal_pid(sup["pid"], 15)   # the supervisor stops every process, then writes Canceled
                     signaled = True
             elif time.monotonic() - t0 > 5:
@@ -247,9 +268,14 @@ class LocalBackend:
             time.sleep(0.05)
 
         def force(s):
+            # The supervisor did not finish in time (stalled, or gone): stop the job here. Canceled is
+            # final, so a stalled supervisor that resumes later cannot rewrite it.
             if is_terminal(s["status"]):
                 return
-            procs.kill_job_processes(s["token"], [], grace=1.0)
+            sup = s.get("supervisor") or {}
+            if sup and procs.is_alive(sup.get("pid"), sup.get("start_time")):
+                procs.kill_tree(sup["pid"], s["token"])
+            _stop_leftovers(s)
             s["status"] = "Canceled"
             s["ended"] = _now()
 
@@ -293,6 +319,22 @@ def _unreadable(exc: CorruptState) -> JobInfo:
     msg = f"state file {exc.path} {exc.reason}"
     return JobInfo(name=exc.path.parent.name, backend="local", status="Unreadable", url=str(exc.path.parent),
                    failure=FailureInfo(message=msg), last_line=msg)
+
+
+def _stop_leftovers(state: dict) -> int:
+    """SIGKILL every process with the job's marker or in a session one of its processes led."""
+    found: set[int] = set()
+    sessions = {r["sid"]: r.get("start_time") for r in state.get("processes") or [] if r.get("sid")}
+    for _ in range(50):
+        left = set(procs.session_pids(sessions)) if sessions else set()
+        left |= set(procs.job_pids(state["token"]))
+        if not left:
+            break
+        for p in left:
+            procs.signal_pid(p, 9)
+        found |= left
+        time.sleep(0.02)
+    return len(found)
 
 
 def _info(state: dict, job_dir: Path) -> JobInfo:

@@ -19,6 +19,10 @@ from . import env as _env
 from .names import generate_name
 from .store import datastore_path, jobs_root, valid_name
 
+# The most processes one local job may start, whatever the machine (see process_cap()).
+MAX_LOCAL_PROCESSES = 4096
+PID_MAX_FILE = "/proc/sys/kernel/pid_max"
+
 MPI_INSTALL_HINT = "install Open MPI: `apt-get install -y openmpi-bin` (Debian/Ubuntu) or `dnf install openmpi`"
 
 _REF = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_][\w-]*)\s*\}\}")
@@ -190,6 +194,48 @@ def check_mpirun() -> str:
     return exe
 
 
+def process_cap() -> tuple[int, str]:
+    """How many processes a local job may start here, and what sets that number: MAX_LOCAL_PROCESSES, or
+    half of the kernel's pid_max or of this user's process limit (RLIMIT_NPROC) when that is lower, so a
+    job never exhausts the pids the rest of the machine needs."""
+    caps = [(MAX_LOCAL_PROCESSES, "dtrain's limit for one local job")]
+    try:
+        pid_max = int(Path(PID_MAX_FILE).read_text().split()[0])
+        caps.append((pid_max // 2, f"half of this machine's pid_max ({pid_max})"))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            caps.append((soft // 2, f"half of this user's process limit (ulimit -u: {soft})"))
+    except (ImportError, OSError, ValueError):
+        pass
+    return min(caps)
+
+
+def _process_count(kind: str, nodes: int, d) -> int:
+    if kind in ("pytorch", "mpi"):
+        return nodes * (d.process_count_per_instance or 1)
+    if kind == "tensorflow":
+        return (d.worker_count or nodes) + (d.parameter_server_count or 0)
+    return nodes
+
+
+def check_process_count(kind: str, nodes: int, d) -> None:
+    """Refuse (exit 2), before laying anything out, a job with more processes than this machine can hold."""
+    if kind == "ray":
+        return
+    n = _process_count(kind, nodes, d)
+    cap, why = process_cap()
+    if n > cap:
+        raise UsageError(f"this job would start {n} processes on this machine; a local job may start at most "
+                         f"{cap} ({why})",
+                         hint="lower resources.instance_count or the processes per instance for a local run, "
+                              "or run it on Azure ML (drop --local / compute: local)")
+
+
 def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) -> LocalPlan:
     name = options.name or spec.name or generate_name()
     if not valid_name(name):
@@ -199,6 +245,7 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     d = spec.distribution
     kind = d.type if d else "none"
     nodes = spec.instance_count
+    check_process_count(kind, nodes, d)
 
     inputs = _resolve_inputs(spec, options, home)
     outputs, output_dirs = {}, []

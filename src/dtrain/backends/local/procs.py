@@ -1,7 +1,13 @@
 """Process bookkeeping on Linux: identity by (pid, start time), finding a job's processes, stopping them.
 
-Every process of a local job carries DTRAIN_LOCAL_JOB=<token> in its environment (inherited by anything
-it starts), so the job's processes can be found even after their parent died and they were reparented.
+A job's processes are found two ways, so that none escapes whatever the command's shape:
+- the process tree: the watchdog and the supervisor are child subreapers, so anything a job starts
+  (a compound command's children, a double-forked `setsid` daemon, an `env -i` grandchild) stays a
+  descendant of them even after its parent died;
+- the marker: every process of a local job carries DTRAIN_LOCAL_JOB=<token> in its environment
+  (inherited by anything it starts that does not clear its environment), for the last-resort sweep
+  done by another dtrain command when both the supervisor and the watchdog are gone.
+A subtree marked as another job's (a job submitted from inside this one) is never ours to stop.
 """
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ import signal
 import time
 
 TOKEN_VAR = "DTRAIN_LOCAL_JOB"
+# Carried by a job's watchdog and supervisor (not TOKEN_VAR: a sweep by marker must never hit them).
+OWNER_VAR = "DTRAIN_LOCAL_SUPERVISOR"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -33,11 +41,20 @@ def set_subreaper() -> bool:
         return False
 
 
+def set_pdeathsig(sig: int) -> bool:
+    """This process gets sig when its parent dies."""
+    try:
+        return _prctl(PR_SET_PDEATHSIG, int(sig)) == 0
+    except OSError:
+        return False
+
+
 def child_preexec(parent_pid: int, deathsig: int = signal.SIGKILL):
-    """preexec_fn for children: own process group, and die when the parent (the supervisor) dies."""
+    """preexec_fn for children: own session (and process group), and die when the parent (the supervisor)
+    dies."""
 
     def _pre():
-        os.setpgid(0, 0)
+        os.setsid()
         _prctl(PR_SET_PDEATHSIG, int(deathsig))
         if os.getppid() != parent_pid:      # the parent died before prctl took effect
             os._exit(137)
@@ -80,12 +97,94 @@ def pgid_of(pid: int) -> int | None:
     return int(f[2]) if f and len(f) > 2 else None
 
 
-def _environ_has(pid: int, needle: bytes) -> bool:
+def _environ(pid: int) -> list[bytes] | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return needle in f.read().split(b"\0")
+            return f.read().split(b"\0")
     except OSError:
-        return False
+        return None
+
+
+def _environ_has(pid: int, needle: bytes) -> bool:
+    return needle in (_environ(pid) or ())
+
+
+def _foreign(pid: int, token: str) -> bool:
+    """True when pid is marked as another local job's process or supervisor (a job nested in ours)."""
+    ours = {f"{TOKEN_VAR}={token}".encode(), f"{OWNER_VAR}={token}".encode()}
+    for item in _environ(pid) or ():
+        if item.startswith((TOKEN_VAR.encode() + b"=", OWNER_VAR.encode() + b"=")) and item not in ours:
+            return True
+    return False
+
+
+def descendants(root: int, token: str | None = None) -> list[int]:
+    """Live descendants of root (not root itself), from /proc's parent links. With token, the subtree of a
+    process that belongs to another local job (marked with another token) is left out."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        f = _stat_fields(int(entry))
+        if f and len(f) > 1 and f[0] not in ("Z", "X"):
+            children.setdefault(int(f[1]), []).append(int(entry))
+    out, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        if token is not None and _foreign(pid, token):
+            continue
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def reap_any() -> None:
+    """Reap every exited child without blocking (a subreaper adopts the job's orphans)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_tree(root: int, token: str, *, reap: bool = False) -> int:
+    """SIGKILL every descendant of root (except another job's subtree) until none is left; returns how
+    many were killed. Several passes: a process may fork while its siblings are being killed."""
+    killed: set[int] = set()
+    for _ in range(100):
+        left = descendants(root, token)
+        if reap:
+            reap_any()
+        if not left:
+            break
+        for p in left:
+            signal_pid(p, signal.SIGKILL)
+            killed.add(p)
+        time.sleep(0.02)
+    if reap:
+        reap_any()
+    return len(killed)
+
+
+def session_pids(sessions: dict[int, int | None]) -> list[int]:
+    """Live processes in the given sessions ({sid: start time of its leader}). A session whose leader's pid
+    now belongs to a process that started at another time is skipped: the kernel reuses a pid only once
+    no process uses it as a session id any more, so such a session is not the job's."""
+    valid = set()
+    for sid, started in sessions.items():
+        now = start_time(sid)
+        if now is None or started is None or now == int(started):
+            valid.add(int(sid))
+    me = os.getpid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            f = _stat_fields(int(entry))
+            if f and len(f) > 3 and f[0] not in ("Z", "X") and int(f[3]) in valid:
+                out.append(int(entry))
+    return out
 
 
 def job_pids(token: str, exclude: set[int] | None = None) -> list[int]:

@@ -1,10 +1,12 @@
 """The detached process that runs one local job: `python -m dtrain.backends.local.supervisor JOB_DIR`.
 
-Started by LocalBackend.submit() in its own session (it survives the terminal). It starts every process
-of the plan (each in its own process group, with PR_SET_PDEATHSIG so they die with it), waits, stops the
-rest as soon as one fails (SIGTERM to each group, SIGKILL after a grace period), honours limits.timeout
-and cancel (SIGTERM to the supervisor), sweeps every process that carries the job's token, and writes
-the final state. It is a child subreaper, so processes orphaned inside the job are reparented to it.
+Started by the job's watchdog (watchdog.py; submit starts that in its own session, so the job survives
+the terminal). It starts every process of the plan (each in its own session and process group, with
+PR_SET_PDEATHSIG so they die with it), waits, stops the rest as soon as one fails (SIGTERM to each group,
+SIGKILL after the job's grace period), honours limits.timeout and cancel (SIGTERM to the supervisor),
+stops everything the job left behind (its whole process tree: it is a child subreaper, so orphans inside
+the job are reparented to it; and every process carrying the job's token), and writes the final state,
+unless the state is already final (a cancel that gave up waiting for it wins: final is final).
 """
 from __future__ import annotations
 
@@ -22,29 +24,41 @@ from pathlib import Path
 from . import env as _env
 from . import failure as _failure
 from . import procs
+from ...exitcodes import TERMINAL_STATUSES as TERMINAL
 from .store import PLAN, read_json, read_state, update_state
 
-TERMINAL = ("Completed", "Failed", "Canceled")
+DEFAULT_GRACE_S = 5.0
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def grace_seconds() -> float:
+def grace_seconds(environ=None) -> float:
+    """The grace period set in this environment (read once, by submit, and recorded with the job)."""
     try:
-        return max(0.0, float(os.environ.get("DTRAIN_LOCAL_GRACE_S", "5")))
+        return max(0.0, float((environ if environ is not None else os.environ).get("DTRAIN_LOCAL_GRACE_S",
+                                                                                  DEFAULT_GRACE_S)))
     except ValueError:
-        return 5.0
+        return DEFAULT_GRACE_S
+
+
+def job_grace(state: dict) -> float:
+    """The grace period belongs to the job: recorded at submit (older jobs: this environment's)."""
+    g = state.get("grace_s")
+    return float(g) if isinstance(g, (int, float)) and g >= 0 else grace_seconds()
 
 
 class Supervisor:
-    def __init__(self, job_dir: Path):
+    def __init__(self, job_dir: Path, watchdog: int | None = None):
         self.job_dir = Path(job_dir)
         self.plan = read_json(self.job_dir / PLAN)
-        self.token = read_state(self.job_dir)["token"]
-        self.grace = grace_seconds()
+        state = read_state(self.job_dir)
+        self.token = state["token"]
+        self.grace = job_grace(state)
         self.cancel_flag = False
+        self.watchdog = watchdog                # the parent that finishes the job if this process is lost
+        self.watchdog_lost = False
         self.children: dict[int, dict] = {}     # pid -> process record (unreaped children of the plan)
         self.records: list[dict] = []
         self._r, self._w = os.pipe()
@@ -55,8 +69,12 @@ class Supervisor:
     def _on_stop(self, signum, frame):
         self.cancel_flag = True
 
+    def _on_watchdog_lost(self, signum, frame):
+        self.watchdog_lost = True
+
     def install_signals(self):
         signal.set_wakeup_fd(self._w)
+        signal.signal(signal.SIGUSR1, self._on_watchdog_lost)
         signal.signal(signal.SIGCHLD, lambda s, f: None)
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, self._on_stop)
@@ -72,6 +90,12 @@ class Supervisor:
     def run(self) -> int:
         procs.set_subreaper()
         self.install_signals()
+        if self.watchdog:
+            # The watchdog and this supervisor stand or fall together: when it is killed, SIGUSR1 here, and
+            # the job ends as lost (NotResponding), as when this process is killed.
+            procs.set_pdeathsig(signal.SIGUSR1)
+            if os.getppid() != self.watchdog:
+                self.watchdog_lost = True
         me, st = os.getpid(), procs.start_time(os.getpid())
 
         def mark_start(s):
@@ -102,6 +126,7 @@ class Supervisor:
             Path(d).mkdir(parents=True, exist_ok=True)
         base = dict(os.environ)
         base.pop("DTRAIN_LOCAL_GRACE_S", None)
+        base.pop(procs.OWNER_VAR, None)
         base[procs.TOKEN_VAR] = self.token
         me = os.getpid()
         for p in plan["processes"]:
@@ -116,7 +141,7 @@ class Supervisor:
                                          stderr=subprocess.STDOUT, close_fds=True,
                                          preexec_fn=procs.child_preexec(me, deathsig))
             rec = {"rank": p.get("rank"), "node": p.get("node"), "role": p.get("role"), "pid": child.pid,
-                   "pgid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
+                   "pgid": child.pid, "sid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
                    "log": p["log"]}
             child.returncode = 0          # we reap with waitpid(-1); keep Popen.__del__ from touching it
             self.records.append(rec)
@@ -165,6 +190,10 @@ class Supervisor:
             if stop_at is not None:
                 wait_for = min(wait_for, 0.1)
             self._wait_event(wait_for)
+            if reason is None and self.cancel_flag:     # before reaping: what a cancel killed is no failure
+                reason = "canceled"
+            if reason is None and self.watchdog_lost:
+                reason = "lost"
             for rec in self._reap():
                 if rec["exit_code"] != 0 and reason is None:
                     reason, first_fail = "failed", rec
@@ -179,13 +208,20 @@ class Supervisor:
                 self._signal_children(signal.SIGKILL)
                 procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()])
                 stop_at = time.monotonic() + 1.0
-        # Nothing of the job outlives it: background processes it left behind are stopped too.
+        # Nothing of the job outlives it: what it left behind is stopped too, marked with the token or not
+        # (an `env -i` grandchild, a setsid daemon: orphans are reparented to this subreaper).
         procs.kill_job_processes(self.token, [], grace=min(self.grace, 2.0))
+        procs.kill_tree(os.getpid(), self.token, reap=True)
         self._reap()
         elapsed = time.monotonic() - t0
         if reason == "timeout":
             self.finish("Canceled", {"message": f"timed out after {timeout} s (limits.timeout); "
                                                 f"the job was canceled after {elapsed:.0f} s"}, timed_out=True)
+        elif reason == "lost":
+            from .watchdog import LOST_STATUS, lost_failure
+
+            self.finish(LOST_STATUS, lost_failure(self.job_dir, {"pid": self.watchdog}, "Running", "killed",
+                                                  who="supervisor's watchdog"))
         elif reason == "canceled":
             self.finish("Canceled", None)
         elif reason == "failed":
@@ -201,6 +237,7 @@ class Supervisor:
     def stop_all(self, grace: float):
         self._signal_children(signal.SIGTERM if grace else signal.SIGKILL)
         procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()], grace=grace)
+        procs.kill_tree(os.getpid(), self.token, reap=True)
         self._reap()
 
     def describe_failure(self, rec: dict) -> dict:
@@ -227,6 +264,8 @@ class Supervisor:
 
     def finish(self, status: str, failure: dict | None, timed_out: bool = False):
         def fin(s):
+            if s["status"] in TERMINAL:
+                return                    # final is final (e.g. Canceled while this supervisor was stalled)
             s["status"] = status
             s["ended"] = now_iso()
             s["failure"] = failure
@@ -239,9 +278,10 @@ class Supervisor:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job_dir = Path(argv[0])
+    watchdog = int(argv[1]) if len(argv) > 1 else None
     sup = None
     try:
-        sup = Supervisor(job_dir)
+        sup = Supervisor(job_dir, watchdog)
         return sup.run()
     except Exception as exc:  # noqa: BLE001 - the job must end in a terminal state whatever happens
         reason = repr(exc)
@@ -249,6 +289,7 @@ def main(argv=None) -> int:
         with contextlib.suppress(Exception):
             state = read_state(job_dir)
             procs.kill_job_processes(state["token"], [], grace=1.0)
+            procs.kill_tree(os.getpid(), state["token"], reap=True)
         with contextlib.suppress(Exception):
             def fin(s):
                 if s["status"] not in TERMINAL:
