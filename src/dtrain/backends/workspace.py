@@ -65,6 +65,14 @@ class Resolution:
     def missing(self) -> list[str]:
         return [p for p in PARTS if not self.values.get(p)]
 
+    @property
+    def intended(self) -> bool:
+        """Whether Azure is evidently meant: a workspace name, or any part given as a flag. (az login's
+        default subscription or an az default group alone say nothing: many az users never use Azure ML.)
+        Commands that fall back to local jobs do so only when Azure is not meant."""
+        return bool(self.values.get("workspace_name")) or any(
+            (s or "").startswith("--") for s in self.sources.values())
+
     def missing_text(self) -> list[str]:
         return [f"{LABELS[p]} ({HOW_TO_SET[p]})" for p in self.missing]
 

@@ -296,7 +296,7 @@ class AzureBackend:
     def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
         import requests
 
-        from ..local.failure import last_lines, traceback_block
+        from ..failure import last_lines, traceback_block
         from .logs import tail_lines, user_logs
 
         files = user_logs(rd.get("logFiles") or rd.get("log_files") or {})

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import env as _env
-from . import failure as _failure
+from .. import failure as _failure
 from . import procs
 from .store import PLAN, read_json, read_state, update_state
 
