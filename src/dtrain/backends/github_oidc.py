@@ -30,11 +30,12 @@ def github_id_token(timeout: float = 30.0) -> str:
         return json.load(resp)["value"]
 
 
-def credential():
-    """A ClientAssertionCredential fed by GitHub ID tokens, or None when not in such a runner."""
+def credential(**options):
+    """A ClientAssertionCredential fed by GitHub ID tokens, or None when not in such a runner.
+    options go to azure-identity (e.g. transport)."""
     if not available():
         return None
     from azure.identity import ClientAssertionCredential
 
     return ClientAssertionCredential(tenant_id=os.environ["AZURE_TENANT_ID"],
-                                     client_id=os.environ["AZURE_CLIENT_ID"], func=github_id_token)
+                                     client_id=os.environ["AZURE_CLIENT_ID"], func=github_id_token, **options)
