@@ -201,3 +201,47 @@ def test_no_default_subscription_and_broken_files_give_nothing(tmp_path, clean_e
     (d / "azureProfile.json").write_text("{not json")
     (d / "config").write_text("no section header\n")
     assert wsmod.az_defaults({"AZURE_CONFIG_DIR": str(d)}) == {}
+
+
+# --- dtrain config ---------------------------------------------------------------------------------
+
+def _cli_env(tmp_path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    env.update(AZURE_CONFIG_DIR=str(tmp_path / "no-az"), NO_COLOR="1", **extra)
+    return env
+
+
+def test_config_command_shows_each_part_and_its_source_without_the_sdk(tmp_path):
+    import subprocess
+    import sys
+
+    put(tmp_path, "proj/.azureml/config.json", scope_json("ws-scope", "sub-scope", "rg-scope"))
+    (tmp_path / "proj" / "sub").mkdir()
+    code = ("import sys; from dtrain.cli import main; rc = main(sys.argv[1:]); "
+            "print('AZURE_LOADED' if any(m.startswith('azure') for m in sys.modules) else 'NO_AZURE', "
+            "file=sys.stderr); sys.exit(rc)")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = _cli_env(tmp_path, PYTHONPATH=src, DTRAIN_RESOURCE_GROUP="rg-env")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path / "proj" / "sub", env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    r = run("config", "-w", "ws-flag")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split(None, 2)[1:] for line in r.stdout.splitlines()}
+    cfg = str(tmp_path / "proj" / ".azureml" / "config.json")
+    assert rows == {"subscription_id": ["sub-scope", cfg], "resource_group": ["rg-env", "DTRAIN_RESOURCE_GROUP"],
+                    "workspace_name": ["ws-flag", "--workspace"]}
+    assert "NO_AZURE" in r.stderr
+    r = run("config", "--output", "json")
+    got = json.loads(r.stdout)
+    assert r.returncode == 0 and got["workspace_name"] == "ws-scope" and got["sources"]["workspace_name"] == cfg
+    assert got["missing"] == [] and "NO_AZURE" in r.stderr
+
+    (tmp_path / "proj" / ".azureml" / "config.json").write_text("{}")
+    r = run("config", "--output", "json")
+    got = json.loads(r.stdout)
+    assert r.returncode == 6 and got["missing"] == ["subscription_id", "workspace_name"]
+    assert "missing subscription id" in r.stderr and f"ignored {cfg}" in r.stderr
+    assert "Traceback" not in r.stderr
