@@ -86,6 +86,40 @@ def test_same_config_file_as_mlclient_from_config(case, tmp_path, clean_env):
     assert tuple(r.values[p] for p in wsmod.PARTS) == _sdk_pick(start_dir)
 
 
+_CANDIDATES = [f"{d}/{n}" if d else n for d in (".azureml", "aml_config", None)
+               for n in ("config.json", "project.json")]
+
+
+def test_generated_layouts_agree_with_mlclient_from_config(tmp_path, clean_env):
+    """Random layouts (fixed seed): files of every name at several levels above the start folder, in
+    both forms and sometimes not a workspace config at all; dtrain must read the file the SDK reads."""
+    import random
+
+    from azure.ai.ml.exceptions import ValidationException
+
+    rng = random.Random(1123)
+    for i in range(30):
+        root = tmp_path / f"g{i}"
+        start = root / "l1" / "l2" / "l3"
+        start.mkdir(parents=True)
+        for n in range(rng.randint(1, 4)):
+            level = rng.randint(0, 3)
+            folder = start.parents[level - 1] if level else start
+            kind = rng.choice(["keys", "keys", "scope", "junk"])
+            name = f"ws{i}-{n}"
+            text = {"keys": ws_json(name), "scope": scope_json(name), "junk": json.dumps({"lr": 0.1})}[kind]
+            put(folder, rng.choice(_CANDIDATES), text)
+        r = wsmod.resolution(start=start, environ={})
+        try:
+            sdk = _sdk_pick(start)
+        except ValidationException:
+            sdk = None
+        if sdk is None:
+            assert r.config_problem and r.missing, (i, r.to_dict())
+        else:
+            assert tuple(r.values.get(p) for p in wsmod.PARTS) == sdk, (i, r.to_dict())
+
+
 def test_symlinked_folder_walks_up_the_real_path(tmp_path, clean_env):
     # from_config looks in the start folder as given, then climbs through os.path.realpath.
     root = tmp_path / "layout"
