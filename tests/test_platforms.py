@@ -96,26 +96,19 @@ def test_azure_commands_never_load_the_local_backend(emu, project):
         assert "nofcntl" in r.stdout and loaded(r) == [], args
 
 
-def test_a_local_job_of_that_name_still_wins_where_the_backend_loads(tmp_path):
-    # routing looks at $DTRAIN_HOME/jobs/NAME/state.json without the backend, then loads it for that job
+def test_a_local_job_of_that_name_is_found_without_loading_the_backend(tmp_path, monkeypatch):
+    # routing looks for $DTRAIN_HOME/jobs/NAME/state.json itself, the same lookup as the backend's own
     from dtrain.backends import local_job_exists
 
+    monkeypatch.setenv("DTRAIN_HOME", str(tmp_path / "dtrain-home"))
     job = tmp_path / "dtrain-home" / "jobs" / "mine"
     job.mkdir(parents=True)
-    env = base_env(tmp_path)
-    os.environ["DTRAIN_HOME"], old = env["DTRAIN_HOME"], os.environ.get("DTRAIN_HOME")
-    try:
-        assert not local_job_exists("mine")
-        (job / "state.json").write_text("{}")
-        assert local_job_exists("mine") and not local_job_exists("../mine")
-        from dtrain.backends.local import LocalBackend
+    assert not local_job_exists("mine")
+    (job / "state.json").write_text("{}")
+    assert local_job_exists("mine") and not local_job_exists("../mine") and not local_job_exists("")
+    from dtrain.backends.local import LocalBackend
 
-        assert LocalBackend().knows("mine")       # the same lookup as the backend's own
-    finally:
-        if old is None:
-            os.environ.pop("DTRAIN_HOME")
-        else:
-            os.environ["DTRAIN_HOME"] = old
+    assert LocalBackend().knows("mine") and not LocalBackend().knows("../mine")
 
 
 @pytest.mark.parametrize("mode", ["no-fcntl", "darwin"])
