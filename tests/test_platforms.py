@@ -153,3 +153,11 @@ def test_az_defaults_alone_reach_the_workspace(emu, project):
         assert "missing resource group" in r.stderr and "az configure --defaults group=" in r.stderr, args
         assert f"workspace name '{emu.workspace}' from az configure default 'workspace'" in r.stderr, args
     assert len(emu.jobs) == 1
+
+    # a workspace the service does not know: exit 6, saying where each part came from
+    (az / "config").write_text(f"[defaults]\ngroup = {emu.resource_group}\nworkspace = no-such-ws\n")
+    for args in (("list",), ("status", "fromaz")):
+        r = run("plain", *args, env=env, cwd=project)
+        assert r.returncode == 6, (args, r.stderr)
+        assert "no-such-ws" in r.stderr and "workspace name from az configure default 'workspace'" in r.stderr, args
+        assert "azureProfile.json" in r.stderr and "dtrain config" in r.stderr, args
