@@ -373,8 +373,7 @@ def config_(
         for p in PARTS:
             out(f"{p:<16} {(r.values.get(p) or '-').ljust(width)}  {r.sources.get(p) or 'missing'}")
     if r.missing:
-        raise ConfigError("no Azure ML workspace configured: missing " + ", ".join(r.missing_text())
-                          + f"; {r.found_text()}", hint="see docs/azure.md, Workspace")
+        raise ConfigError(r.missing_message(), hint="see docs/azure.md, Workspace")
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -84,6 +84,10 @@ class Resolution:
             text += f"; ignored {self.config_file}: {self.config_problem}"
         return text
 
+    def missing_message(self) -> str:
+        return ("no Azure ML workspace configured: missing " + ", ".join(self.missing_text())
+                + f"; {self.found_text()}")
+
     def workspace(self) -> Workspace | None:
         if self.missing:
             return None

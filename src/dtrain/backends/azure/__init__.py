@@ -146,8 +146,7 @@ class AzureBackend:
                 hint = WORKSPACE_HINT
                 if submitting:
                     hint += "; or run the job on this machine with `dtrain submit SPEC --local`"
-                raise ConfigError("no Azure ML workspace configured: missing " + ", ".join(r.missing_text())
-                                  + f"; {r.found_text()}", hint=hint)
+                raise ConfigError(r.missing_message(), hint=hint)
             self._ws = ws
         return self._ws
 
