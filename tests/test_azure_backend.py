@@ -60,7 +60,8 @@ def project(tmp_path: Path) -> Path:
 
 def base_env(tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
-    env.update(DTRAIN_HOME=str(tmp / "dtrain-home"), NO_COLOR="1")
+    # an empty az config folder, so this machine's `az configure` defaults never leak into a test
+    env.update(DTRAIN_HOME=str(tmp / "dtrain-home"), NO_COLOR="1", AZURE_CONFIG_DIR=str(tmp / "no-az-config"))
     env.pop("FORCE_COLOR", None)
     return env
 

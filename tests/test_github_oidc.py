@@ -65,7 +65,9 @@ def test_the_azure_backend_puts_it_first(monkeypatch):
     monkeypatch.setenv("AZURE_TENANT_ID", "00000000-0000-0000-0000-000000000002")
     from azure.identity import ChainedTokenCredential, ClientAssertionCredential
 
+    from dtrain.backends.azure.ci_credentials import FallThrough
     from dtrain.backends.azure.client import endpoint_from_env, make_credential
     cred = make_credential(endpoint_from_env({}))
     assert isinstance(cred, ChainedTokenCredential)
-    assert isinstance(cred.credentials[0], ClientAssertionCredential)
+    assert isinstance(cred.credentials[0], FallThrough)
+    assert isinstance(cred.credentials[0].credential, ClientAssertionCredential)

@@ -16,7 +16,7 @@ from dtrain.backends.local import LocalBackend
 from dtrain.backends.local import env as lenv
 from dtrain.backends.local.ignore import snapshot
 from dtrain.backends.local.logs import FileTail
-from dtrain.backends.local.names import generate_name
+from dtrain.backends.names import generate_name
 from dtrain.backends.local.store import atomic_write_json, read_json
 from dtrain.errors import DtrainError, UsageError
 from dtrain.exitcodes import ExitCode

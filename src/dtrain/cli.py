@@ -385,6 +385,31 @@ def watch(
     raise typer.Exit(follow.worst(follow.outcome(i) for i in final) if not once else ExitCode.OK)
 
 
+@app.command("config")
+def config_(
+    output: str = OutputOpt,
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
+):
+    """Show the Azure ML workspace the job commands use, and where each part of it came from (flags,
+    variables, config.json, AZUREML_ARM_*, az defaults). Exit 6 when a part is missing."""
+    from .backends.workspace import PARTS, resolution
+    from .errors import ConfigError
+    from .output import out, out_json
+
+    _check_output(output)
+    r = resolution(subscription, resource_group, workspace)
+    if output == "json":
+        out_json(r.to_dict())
+    else:
+        width = max(len(r.values.get(p) or "-") for p in PARTS)
+        for p in PARTS:
+            out(f"{p:<16} {(r.values.get(p) or '-').ljust(width)}  {r.sources.get(p) or 'missing'}")
+    if r.missing:
+        raise ConfigError(r.missing_message(), hint="see docs/azure.md, Workspace")
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 def _load(path: str, sets):
@@ -412,15 +437,22 @@ def _get_backend(name: str):
 
 
 def _listing_backend(local: bool):
-    """Where list and watch look: local jobs with --local or when no workspace is configured, else Azure."""
-    return _get_backend("local" if local or not _azure_configured() else "azureml")
+    """Where list and watch look: local jobs with --local or when no workspace is meant, else Azure.
+    Where the local backend cannot run, an unconfigured workspace is the error to report."""
+    from .backends import local_platform_problem
+
+    use_local = local or (_azure_wanted() is None and local_platform_problem() is None)
+    return _get_backend("local" if use_local else "azureml")
 
 
 def _backend_for(name: str, local: bool):
-    lb = _get_backend("local")
-    if local or lb.knows(name):
-        return lb
-    if not _azure_configured():
+    """A local job of that name first, else Azure. The local store is looked up without loading the
+    local backend, so Azure commands work where it cannot run (docs/local-backend.md, Platforms)."""
+    from .backends import local_job_exists
+
+    if local or local_job_exists(name):
+        return _get_backend("local")
+    if _azure_wanted() is None:
         from .errors import JobNotFound
 
         raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
@@ -428,11 +460,14 @@ def _backend_for(name: str, local: bool):
     return _get_backend("azureml")
 
 
-def _azure_configured() -> bool:
-    from .backends.workspace import resolve
+def _azure_wanted():
+    """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
+    exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
+    from .backends.workspace import resolution
 
-    ws, _ = resolve(**_state.get("workspace", {}))
-    return ws is not None
+    flags = _state.get("workspace", {})
+    r = resolution(flags.get("subscription"), flags.get("resource_group"), flags.get("workspace"))
+    return True if not r.missing else (False if r.intended else None)
 
 
 def _pairs(items, flag: str, bare_ok: bool = False) -> dict:

@@ -4,7 +4,8 @@
 `dtrain wait` on a long training job outlives it. Here each new Azure token is bought with a fresh
 GitHub ID token (requested from the runner's ACTIONS_ID_TOKEN_REQUEST_URL), so a wait can last as long
 as the job. Used only when the runner grants `id-token: write` and AZURE_CLIENT_ID/AZURE_TENANT_ID
-name a federated app registration. Imported by the Azure backend only.
+name a federated app registration; when the exchange is refused, the chain goes on to the other
+credentials (azure/ci_credentials.py). Imported by the Azure backend only.
 """
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ def github_id_token(timeout: float = 30.0) -> str:
         return json.load(resp)["value"]
 
 
-def credential():
-    """A ClientAssertionCredential fed by GitHub ID tokens, or None when not in such a runner."""
+def credential(**options):
+    """A ClientAssertionCredential fed by GitHub ID tokens, or None when not in such a runner.
+    options go to azure-identity (e.g. transport)."""
     if not available():
         return None
     from azure.identity import ClientAssertionCredential
 
     return ClientAssertionCredential(tenant_id=os.environ["AZURE_TENANT_ID"],
-                                     client_id=os.environ["AZURE_CLIENT_ID"], func=github_id_token)
+                                     client_id=os.environ["AZURE_CLIENT_ID"], func=github_id_token, **options)

@@ -20,7 +20,7 @@ from typing import Iterator
 from ...errors import ConfigError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions
-from ..workspace import resolve
+from ..workspace import resolution
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
 from .plan import AzurePlan, build_plan, differences
@@ -30,7 +30,9 @@ __all__ = ["AzureBackend", "AzurePlan"]
 WORKSPACE_HINT = ("pass --subscription, --resource-group and --workspace; or set DTRAIN_SUBSCRIPTION_ID, "
                   "DTRAIN_RESOURCE_GROUP and DTRAIN_WORKSPACE (AZURE_SUBSCRIPTION_ID, AZURE_RESOURCE_GROUP, "
                   "AZUREML_WORKSPACE_NAME also work); or put the workspace's config.json (Azure portal > "
-                  "workspace > Download config.json) in this folder or a parent. See docs/azure.md")
+                  "workspace > Download config.json) in this folder or a parent; or use az's defaults "
+                  "(`az configure --defaults group=RG workspace=WS`, `az account set --subscription S`). "
+                  "`dtrain config` shows what was found where; see docs/azure.md")
 _TIMEOUT_MESSAGE = re.compile(r"(?i)time[ -]?out|timed out|time limit|exceeded the (maximum|max|specified)")
 
 
@@ -138,12 +140,13 @@ class AzureBackend:
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
         if self._ws is None:
-            ws, missing = resolve(*self._flags)
+            r = resolution(*self._flags)
+            ws = r.workspace()
             if ws is None:
                 hint = WORKSPACE_HINT
                 if submitting:
                     hint += "; or run the job on this machine with `dtrain submit SPEC --local`"
-                raise ConfigError("no Azure ML workspace configured: missing " + ", ".join(missing), hint=hint)
+                raise ConfigError(r.missing_message(), hint=hint)
             self._ws = ws
         return self._ws
 
@@ -295,7 +298,7 @@ class AzureBackend:
     def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
         import requests
 
-        from ..local.failure import last_lines, traceback_block
+        from ..failure import last_lines, traceback_block
         from .logs import tail_lines, user_logs
 
         files = user_logs(rd.get("logFiles") or rd.get("log_files") or {})

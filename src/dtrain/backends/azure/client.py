@@ -39,7 +39,8 @@ PUBLIC_ARM = "https://management.azure.com"
 
 AUTH_HINT = ("sign in with `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET "
              "(service principal), or AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE "
-             "(GitHub OIDC / workload identity); on Azure VMs a managed identity is used")
+             "(workload identity); GitHub OIDC and Azure Pipelines service connections: see docs/ci.md; "
+             "on Azure VMs a managed identity is used")
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -173,20 +174,23 @@ class StaticTokenCredential:
         return "StaticTokenCredential(<hidden>)"
 
 
-def make_credential(endpoint: Endpoint):
+def make_credential(endpoint: Endpoint, **identity_options):
+    """The credential chain (docs/azure.md, Credentials). identity_options go to every azure-identity
+    credential built here (e.g. transport=, for tests)."""
     if endpoint.token or endpoint.token_file:
         return StaticTokenCredential(endpoint.token, endpoint.token_file)
     from azure.identity import ChainedTokenCredential, DefaultAzureCredential
 
-    from .. import github_oidc
+    from .ci_credentials import ci_credentials
 
-    # environment (service principal), workload identity (GitHub OIDC via AZURE_FEDERATED_TOKEN_FILE),
-    # managed identity, Azure CLI/PowerShell/azd; never a browser window in CI.
-    default = DefaultAzureCredential(exclude_interactive_browser_credential=True)
-    gh = github_oidc.credential()
-    # In a GitHub runner with `id-token: write`, each new token is bought with a fresh GitHub OIDC
-    # token, so a long `dtrain wait` does not outlive an hour-long CLI session (docs/ci.md).
-    return ChainedTokenCredential(gh, default) if gh is not None else default
+    # environment (service principal), workload identity (AZURE_FEDERATED_TOKEN_FILE), managed
+    # identity, Azure CLI/PowerShell/azd; never a browser window in CI.
+    default = DefaultAzureCredential(exclude_interactive_browser_credential=True, **identity_options)
+    # In a GitHub runner with `id-token: write` or an Azure Pipelines step with a workload-identity
+    # service connection, each new token is bought with a fresh CI ID token first (a long `dtrain wait`
+    # outlives an hour-long CLI session); when that exchange fails, the chain goes on (docs/ci.md).
+    ci = ci_credentials(**identity_options)
+    return ChainedTokenCredential(*ci, default) if ci else default
 
 
 # --- quiet SDK -------------------------------------------------------------------------------------

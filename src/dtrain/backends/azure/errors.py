@@ -53,12 +53,12 @@ def translate(exc: BaseException, *, what: str, job: str | None = None, workspac
         if job and ("job" in text.lower() or "run" in text.lower()) and "workspace" not in text.lower():
             return JobNotFound(f"no Azure ML job named '{job}'{ws}", hint="`dtrain list` shows the jobs")
         return ConfigError(f"not found while trying to {what}{ws}: {text}",
-                           hint="check --subscription/--resource-group/--workspace, DTRAIN_SUBSCRIPTION_ID, "
-                                "DTRAIN_RESOURCE_GROUP, DTRAIN_WORKSPACE or config.json")
+                           hint="`dtrain config` shows where each part of the workspace came from; fix it there "
+                                "or override it with --subscription/--resource-group/--workspace")
     if isinstance(exc, HttpResponseError):
         code = getattr(exc, "status_code", None)
         if code in (401, 403):
-            return ConfigError(f"Azure refused to {what} (HTTP {code}): {_message(exc)}",
+            return ConfigError(f"Azure refused to {what}{ws} (HTTP {code}): {_message(exc)}",
                                hint="the signed-in identity needs a role on the workspace (e.g. AzureML Data "
                                     "Scientist); " + AUTH_HINT)
         if code is not None and 400 <= code < 500 and code not in (408, 429):

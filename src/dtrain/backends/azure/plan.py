@@ -13,7 +13,7 @@ from ...spec.model import JobSpec
 from ...spec.render import to_yaml
 from ...spec.rest import job_body
 from ..base import SubmitOptions
-from ..local.names import generate_name
+from ..names import generate_name
 
 # Fields of the REST body that do not change when the SDK resolves the workspace (code uploads,
 # compute/environment ARM ids): what decides whether an existing job of the same name is "this job".

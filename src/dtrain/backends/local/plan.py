@@ -16,7 +16,7 @@ from ...errors import UsageError
 from ...spec.model import JobSpec, is_remote_ref
 from ..base import SubmitOptions
 from . import env as _env
-from .names import generate_name
+from ..names import generate_name
 from .store import datastore_path, jobs_root, valid_name
 
 # The most processes one local job may start, whatever the machine (see process_cap()).

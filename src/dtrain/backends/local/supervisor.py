@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import env as _env
-from . import failure as _failure
+from .. import failure as _failure
 from . import procs
 from ...exitcodes import TERMINAL_STATUSES as TERMINAL
 from .store import PLAN, read_json, read_state, update_state
