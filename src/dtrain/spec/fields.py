@@ -48,8 +48,9 @@ def _whole_number(v):
 
 class Str(Field):
     def __init__(self, doc="", *, enum=None, ci=False, pattern=None, pattern_hint=None, max_len=None,
-                 allow_null=False):
+                 allow_null=False, number_hint=None):
         self.doc, self.enum, self.ci, self.max_len, self.allow_null = doc, enum, ci, max_len, allow_null
+        self.number_hint = number_hint  # v -> hint for an unquoted number, when quoting alone is not the fix
         self.pattern = re.compile(pattern) if pattern else None
         self.pattern_hint = pattern_hint
 
@@ -58,8 +59,16 @@ class Str(Field):
             return
         if not isinstance(v, str):
             what = "one of " + ", ".join(self.enum) if self.enum else "a string"
-            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})",
-                    hint=("quote the value" if isinstance(v, (int, float, bool)) else None), code="type")
+            hint = None
+            if isinstance(v, (int, float, bool)):
+                quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
+                if not quoted_ok and self.number_hint and not isinstance(v, bool):
+                    hint = self.number_hint(v)
+                elif quoted_ok:
+                    hint = "quote the value"
+                else:
+                    hint = self.pattern_hint
+            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=hint, code="type")
             return
         if self.enum is not None:
             cand = v.lower() if self.ci else v

@@ -6,6 +6,7 @@ import re
 import yaml
 
 from ..errors import UsageError
+from .yamlload import MAX_DEPTH, TooDeep, load_value
 
 _SEGMENT = re.compile(r"[^.\[\]]+|\[\d+\]")
 
@@ -16,13 +17,19 @@ def parse_path(path: str) -> tuple:
         parts.append(int(seg[1:-1]) if seg.startswith("[") else seg)
     if not parts or "".join(str(p) for p in parts) == "":
         raise UsageError(f"--set '{path}': empty path", hint="write --set resources.instance_count=2")
+    if len(parts) > MAX_DEPTH:
+        raise UsageError(f"--set path is {len(parts)} levels deep; a job spec nests at most {MAX_DEPTH}",
+                         hint="write --set resources.instance_count=2")
     return tuple(parts)
 
 
 def parse_value(text: str):
     """YAML scalars and flow collections: 4 -> int, true -> bool, {a: b} -> mapping, else the string."""
     try:
-        v = yaml.safe_load(text)
+        v = load_value(text)
+    except TooDeep:
+        raise UsageError(f"--set value nests deeper than {MAX_DEPTH} levels",
+                         hint="a job spec needs no deep nesting") from None
     except yaml.YAMLError:
         return text
     return text if v is None and text.strip() not in ("null", "~") else v

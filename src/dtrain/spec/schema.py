@@ -136,7 +136,8 @@ DISTRIBUTION = Tagged({
 RESOURCES = Map({
     "instance_count": Int("Number of nodes.", min=1),
     "instance_type": Str("VM size of each node, e.g. Standard_NC24ads_A100_v4."),
-    "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT),
+    "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT,
+                    number_hint=lambda v: f"a size needs a unit: write {v:g}g (gigabytes), or m, k, b"),
     "docker_args": Union(Str(), List(Str()), doc="Extra docker run arguments."),
     "locations": List(Str(), "Regions the job may run in (serverless)."),
     "max_instance_count": Int("Upper bound of nodes for elastic training.", min=1),
