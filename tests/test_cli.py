@@ -90,7 +90,8 @@ def test_render_yaml_round_trips_and_applies_set(cli, write, tmp_path):
 
 def test_render_rest_is_json_on_stdout(cli, write):
     r = cli("render", write("job.yml", BASE), "--format", "rest")
-    body = json.loads(r.stdout)
+    (body,) = json.loads(r.stdout).values()  # {"properties": {...}}: the whole PUT body
+    assert list(json.loads(r.stdout)) == ["properties"]
     assert body["jobType"] == "Command"
     assert body["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 2}
 

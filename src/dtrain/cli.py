@@ -97,7 +97,7 @@ def validate(
 def render(
     spec: str = typer.Argument(..., metavar="SPEC"),
     format: str = typer.Option("yaml", "--format", "-f", help="yaml (for az ml job create --file) or rest "
-                               "(the JSON body of the job PUT)."),
+                               "(the whole JSON body of the job PUT: {\"properties\": {...}})."),
     set_: Optional[List[str]] = SetOpt,
     local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
                                "process with its command and environment."),
@@ -162,11 +162,14 @@ def init(
     from pathlib import Path
 
     from . import templates as t
-    from .output import err, out
+    from .output import err, note, out
 
     written = t.init(Path(directory), template, instance_type, nodes, force)
     for p in written:
         out(str(p))
+    size_note = t.size_note(instance_type)
+    if size_note:
+        note(size_note)
     err(f"next: dtrain validate {written[0]} && dtrain submit {written[0]} --local --wait")
 
 
