@@ -93,6 +93,57 @@ VARIANTS = {
     "unknown_key": {"foo": 1},
     "command_int": {"command": 5},
 }
+# Every enum in the spellings people write (the REST name, camelCase, upper case): azure-ai-ml's enum
+# fields transform case before matching (lower() for most, camel_to_snake for identity), so dtrain
+# must accept exactly what it accepts and render what it renders.
+_IDENTITY = ["AMLToken", "AmlToken", "amlToken", "AML_TOKEN", "amltoken", "Aml_Token", "UserIdentity",
+             "USER_IDENTITY", "userIdentity", "useridentity", "Managed", "MANAGED", "ManagedIdentity",
+             "managedIdentity", "MANAGED_IDENTITY", "managedidentity", "Managed_Identity"]
+_DIST = ["PyTorch", "PYTORCH", "TensorFlow", "TENSORFLOW", "Mpi", "MPI", "Ray", "RAY"]
+_INPUT_TYPE_MODE = [("URI_FILE", "Download"), ("Uri_Folder", "RO_MOUNT"), ("MLTable", "Eval_Mount"),
+                    ("mlTable", "EVAL_DOWNLOAD"), ("Custom_Model", "DIRECT"), ("MLFlow_Model", "ro_mount"),
+                    ("Triton_Model", "Download"), ("uri_folder", "ReadOnlyMount"), ("UriFolder", "download"),
+                    ("uri_folder", "Mount"), ("uri_folder", "rw_mount"), ("uri_folder", "upload")]
+_OUTPUT_TYPE_MODE = [("Uri_Folder", "RW_MOUNT"), ("URI_FILE", "Upload"), ("MLTable", "Mount"),
+                     ("MLFlow_Model", "DIRECT"), ("Custom_Model", "rw_mount"), ("Triton_Model", "upload"),
+                     ("uri_folder", "ReadWriteMount"), ("uri_folder", "download"), ("UriFolder", "upload")]
+_SERVICE = ["SSH", "Ssh", "Tensor_Board", "TensorBoard", "tensorboard", "VS_Code", "VSCode", "vscode",
+            "Jupyter_Lab", "JupyterLab", "jupyterlab", "Custom", "Tracking", "Studio"]
+_TIER = ["SPOT", "Spot", "Standard", "BASIC", "Premium", "Null", "NULL", "none"]
+_PRIORITY = ["High", "LOW", "Medium", "normal"]
+
+for _v in _IDENTITY:
+    VARIANTS[f"enum_identity_{_v}"] = {"identity": {"type": _v}}
+for _v in _DIST:
+    VARIANTS[f"enum_distribution_{_v}"] = {"distribution": {"type": _v}}
+for _t, _m in _INPUT_TYPE_MODE:
+    VARIANTS[f"enum_input_{_t}_{_m}"] = {"inputs": {"x": {"type": _t, "path": "azureml:a:1", "mode": _m}}}
+for _t, _m in _OUTPUT_TYPE_MODE:
+    VARIANTS[f"enum_output_{_t}_{_m}"] = {"outputs": {"x": {"type": _t, "mode": _m}}}
+for _v in _SERVICE:
+    VARIANTS[f"enum_service_{_v}"] = {"services": {"s": {"type": _v, "port": 8080}}}
+for _v in _TIER:
+    VARIANTS[f"enum_job_tier_{_v}"] = {"queue_settings": {"job_tier": _v}}
+for _v in _PRIORITY:
+    VARIANTS[f"enum_priority_{_v}"] = {"queue_settings": {"priority": _v}}
+for _v in ["Command", "COMMAND"]:
+    VARIANTS[f"enum_type_{_v}"] = {"type": _v}
+for _v in ["LOCAL", "Local"]:
+    VARIANTS[f"enum_compute_{_v}"] = {"compute": _v}
+for _v in ["Linux", "WINDOWS"]:
+    VARIANTS[f"enum_os_type_{_v}"] = {"environment": {"image": "python:3.10", "os_type": _v}}
+
+# Keys the SDK renames or drops on the way to the body.
+VARIANTS.update({
+    "drop_compute_target_type": {"properties": {"_azureml.ComputeTargetType": "amlcdsi", "kept": "1",
+                                                "_azureml.Other": "x"}},
+    "drop_compute_target_type_case": {"properties": {"_AzureML.computetargettype": "amlcdsi"}},
+    "rename_singularity": {"resources": {"properties": {"singularity": {"imageVersion": "", "slaTier": "Premium"}}}},
+    "rename_singularity_case": {"resources": {"properties": {"Singularity": {"a": 1}, "itp": {"b": 2}}}},
+    "rename_aisupercomputer": {"resources": {"properties": {"aisupercomputer": {"a": 1}}}},
+    "rename_singularity_nested_kept": {"resources": {"properties": {"x": {"singularity": 1}}}},
+})
+
 # Accepted by the SDK, refused by the service after submit: dtrain refuses them before.
 STRICTER = {"shm_no_unit": {"resources": {"shm_size": "16"}},
             "zero_nodes": {"resources": {"instance_count": 0}},

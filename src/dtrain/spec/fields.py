@@ -10,6 +10,13 @@ from .diagnostics import Collector
 from .yamlload import type_name
 
 
+def camel_to_snake(text: str) -> str:
+    """azure-ai-ml's camel_to_snake, the case transform its identity enums match with:
+    AMLToken, amlToken and AML_TOKEN all become aml_token (Aml_Token becomes aml__token, refused)."""
+    text = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", text)
+    return re.sub("([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+
+
 def did_you_mean(word: str, choices) -> str | None:
     m = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return m[0] if m else None
@@ -48,8 +55,10 @@ def _whole_number(v):
 
 class Str(Field):
     def __init__(self, doc="", *, enum=None, ci=False, pattern=None, pattern_hint=None, max_len=None,
-                 allow_null=False, number_hint=None):
+                 allow_null=False, number_hint=None, casing=None):
         self.doc, self.enum, self.ci, self.max_len, self.allow_null = doc, enum, ci, max_len, allow_null
+        # How the SDK folds an enum value before matching: str.lower (ci=True) or camel_to_snake.
+        self.casing = casing or (str.lower if ci else None)
         self.number_hint = number_hint  # v -> hint for an unquoted number, when quoting alone is not the fix
         self.pattern = re.compile(pattern) if pattern else None
         self.pattern_hint = pattern_hint
@@ -71,8 +80,8 @@ class Str(Field):
             c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=hint, code="type")
             return
         if self.enum is not None:
-            cand = v.lower() if self.ci else v
-            allowed = [e.lower() for e in self.enum] if self.ci else list(self.enum)
+            cand = self.casing(v) if self.casing else v
+            allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
             if cand not in allowed:
                 dym = did_you_mean(v, self.enum)
                 c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
@@ -314,16 +323,17 @@ class Union(Field):
 class Tagged(Field):
     """A mapping whose `type` key picks its shape (distribution, identity, services, inputs)."""
 
-    def __init__(self, variants: dict, doc="", *, key="type", default=None, ci=True, fallback=None):
+    def __init__(self, variants: dict, doc="", *, key="type", default=None, ci=True, fallback=None, casing=None):
         self.variants, self.doc, self.key, self.default, self.ci = variants, doc, key, default, ci
         self.fallback = fallback  # Map for types not in variants (e.g. custom services)
+        self.casing = casing or (str.lower if ci else None)
 
     def variant_name(self, v) -> str | None:
         t = v.get(self.key, self.default)
         if not isinstance(t, str):
             return None
         for name in self.variants:
-            if (name.lower() == t.lower()) if self.ci else name == t:
+            if (self.casing(name) == self.casing(t)) if self.casing else name == t:
                 return name
         return None
 

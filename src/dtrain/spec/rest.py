@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..ignorefile import IgnoreRules
+from .fields import camel_to_snake
 from .model import JobSpec
 
 ANONYMOUS_ENV_NAME = "CliV2AnonymousEnvironment"
@@ -29,6 +30,10 @@ _IDENTITY = {"user_identity": "UserIdentity", "managed": "Managed", "managed_ide
              "aml_token": "AMLToken"}
 _JOB_TIER = {"null": "Null", "spot": "Spot", "basic": "Basic", "standard": "Standard", "premium": "Premium"}
 _PRIORITY = {"low": 1, "medium": 2, "high": 3}
+# What CommandJob._to_rest_object removes from the user's properties bag: set by the service, read-only.
+_READ_ONLY_PROPERTIES = ("_azureml.ComputeTargetType",)
+# resources.properties keys the SDK renames (Properties._KEY_MAPPING, matched case-insensitively).
+_RESOURCE_PROPERTY_KEYS = {"aisupercomputer": "AISuperComputer", "singularity": "AISuperComputer"}
 
 
 def job_body(spec: JobSpec) -> dict:
@@ -56,7 +61,7 @@ def job_body(spec: JobSpec) -> dict:
     if (d.get("limits") or {}).get("timeout"):
         body["limits"] = {"jobLimitsType": "Command", "timeout": iso_duration(d["limits"]["timeout"])}
     body["outputs"] = {k: _output(v) for k, v in (d.get("outputs") or {}).items()}
-    body["properties"] = dict(d.get("properties") or {})
+    body["properties"] = {k: v for k, v in (d.get("properties") or {}).items() if k not in _READ_ONLY_PROPERTIES}
     if d.get("queue_settings"):
         body["queueSettings"] = _queue(d["queue_settings"])
     res = _resources(d.get("resources"), local=str(d.get("compute", "")).lower() == "local")
@@ -152,7 +157,7 @@ def _output(v) -> dict:
 
 
 def _identity(v: dict) -> dict:
-    kind = str(v["type"]).lower()
+    kind = camel_to_snake(str(v["type"]))
     out = {"identityType": _IDENTITY[kind]}
     for k, rk in (("client_id", "clientId"), ("object_id", "objectId")):
         if v.get(k) is not None:
@@ -183,7 +188,8 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
         out["instanceCount"] = r["instance_count"]
     if r.get("instance_type") is not None:
         out["instanceType"] = r["instance_type"]
-    props = dict(r.get("properties") or {})
+    props = {(_RESOURCE_PROPERTY_KEYS.get(k.lower(), k) if isinstance(k, str) else k): v
+             for k, v in (r.get("properties") or {}).items()}
     if local:
         props["IsLocal"] = {"IsLocal": True}   # the SDK's marker for compute: local
     out["properties"] = props

@@ -5,7 +5,7 @@ where the SDK's is (StringTransformedEnum lower-cases). Keys Azure renamed are n
 """
 from __future__ import annotations
 
-from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union
+from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union, camel_to_snake
 
 SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 
@@ -179,21 +179,25 @@ SERVICES = Dict(Tagged({
     fallback=Map(dict(SERVICE_BASE, type=Str("Service type.")), "A service of another type.")),
     "Interactive services, by name.")
 
+# The SDK folds identity types with camel_to_snake, not lower(): AMLToken (the REST spelling),
+# amlToken and AML_TOKEN are aml_token; UserIdentity is user_identity; ManagedIdentity is managed_identity.
+_ID = dict(casing=camel_to_snake)
+_MANAGED = Map({"type": Str(enum=("managed", "managed_identity"), **_ID), "client_id": Str(),
+                "object_id": Str()}, "Run as a managed identity.")
 IDENTITY = Tagged({
-    "user_identity": Map({"type": Str(enum=("user_identity",), ci=True)}, "Run as the submitting user."),
-    "managed": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                    "object_id": Str()}, "Run as a managed identity."),
-    "managed_identity": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                             "object_id": Str()}, "Run as a managed identity."),
-    "aml_token": Map({"type": Str(enum=("aml_token",), ci=True)}, "Run with the workspace's AML token."),
-}, "Identity the job accesses data with.")
+    "user_identity": Map({"type": Str(enum=("user_identity",), **_ID)}, "Run as the submitting user."),
+    "managed": _MANAGED,
+    "managed_identity": _MANAGED,
+    "aml_token": Map({"type": Str(enum=("aml_token",), **_ID)}, "Run with the workspace's AML token."),
+}, "Identity the job accesses data with (AMLToken, UserIdentity and Managed, the REST spellings, too).", **_ID)
 
 NAME_FIELD = Str("Job name, unique in the workspace; generated when absent.", pattern=JOB_NAME_PATTERN,
                  pattern_hint=JOB_NAME_HINT)
 
 COMMAND_JOB = Map({
     "$schema": Str("JSON Schema URL, for editors."),
-    "type": Str("Job type; only command jobs are dtrain's.", enum=("command",), ci=True),
+    # Case-sensitive, as load_job's job-type lookup is ("Command" is an unsupported job type there).
+    "type": Str("Job type; only command jobs are dtrain's.", enum=("command",)),
     "name": NAME_FIELD,
     "display_name": Str("Name shown in Studio."),
     "experiment_name": Str("Experiment the job is grouped under.", pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,255}",
