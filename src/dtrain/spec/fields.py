@@ -17,6 +17,35 @@ def camel_to_snake(text: str) -> str:
     return re.sub("([a-z0-9])([A-Z])", r"\1_\2", text).lower()
 
 
+def anchored(pattern: str) -> str:
+    """A Python fullmatch pattern as a JSON Schema pattern (which searches unless anchored)."""
+    return f"^(?:{pattern})$"
+
+
+def case_pattern(value: str, casing) -> str:
+    """A JSON Schema pattern for the spellings an enum value has under the SDK's case transform.
+
+    JSON Schema has no case-insensitive flag: each letter becomes [xX]. Under camel_to_snake an
+    underscore may also be absent (AMLToken); the pattern then admits a few spellings (amltoken) that
+    `validate` refuses, which is as near as a regular expression gets to the transform."""
+    out = ""
+    for ch in value:
+        if ch.isalpha():
+            out += f"[{ch.lower()}{ch.upper()}]"
+        elif ch == "_" and casing is camel_to_snake:
+            out += "_?"
+        else:
+            out += re.escape(ch)
+    return f"^{out}$"
+
+
+def _enum_json(values, casing) -> dict:
+    if casing is None:
+        return {"enum": list(values)}
+    # the enum keeps editor completion; the patterns accept every case the SDK accepts
+    return {"anyOf": [{"enum": list(values)}, *({"pattern": case_pattern(v, casing)} for v in values)]}
+
+
 def did_you_mean(word: str, choices) -> str | None:
     m = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return m[0] if m else None
@@ -94,11 +123,11 @@ class Str(Field):
             c.error(path, f"{what} '{v}' is not valid", hint=self.pattern_hint, code="format")
 
     def json(self):
-        d = {"type": "string"}
+        d: dict = {"type": ["string", "null"] if self.allow_null else "string"}
         if self.enum:
-            d["enum"] = list(self.enum)
+            d.update(_enum_json(self.enum, self.casing))
         if self.pattern:
-            d["pattern"] = self.pattern.pattern
+            d["pattern"] = anchored(self.pattern.pattern)
         return self._j(d)
 
     def describe(self):
@@ -134,7 +163,8 @@ class Int(Field):
             d["minimum"] = self.min
         if self.max is not None:
             d["maximum"] = self.max
-        return self._j(d)
+        # "2" is accepted too (with a warning), as the SDK accepts it
+        return self._j({"anyOf": [d, {"type": "string", "pattern": r"^\s*[+-]?[0-9]+\s*$"}]})
 
     def describe(self):
         r = "integer"
@@ -260,7 +290,7 @@ class Dict(Field):
     def json(self):
         d = {"type": "object", "additionalProperties": self.values.json()}
         if self.key_pattern:
-            d["propertyNames"] = {"pattern": self.key_pattern.pattern}
+            d["propertyNames"] = {"pattern": anchored(self.key_pattern.pattern)}
         return self._j(d)
 
     def describe(self):
@@ -359,12 +389,17 @@ class Tagged(Field):
         self.variants[name].check(v, path, c)
 
     def json(self):
+        # anyOf, not oneOf: a mapping without `type` (the default variant) matches several variants.
         alts = []
         for name, m in self.variants.items():
             j = m.json()
-            j.setdefault("properties", {})[self.key] = {"const": name}
+            j.setdefault("properties", {})[self.key] = {"type": "string", **_enum_json([name], self.casing)}
+            if self.default is None:
+                j["required"] = sorted(set(j.get("required", [])) | {self.key})
             alts.append(j)
-        return self._j({"oneOf": alts})
+        if self.fallback is not None:
+            alts.append(self.fallback.json())
+        return self._j({"type": "object", "anyOf": alts})
 
     def describe(self):
         return f"mapping with {self.key}: " + " | ".join(self.variants)

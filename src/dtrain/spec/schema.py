@@ -238,11 +238,16 @@ COMMAND_JOB = Map({
 })
 
 
+# dtrain's own id: this schema is dtrain's reading of the command job, not Azure's published schema.
+JSON_SCHEMA_ID = "urn:dtrain:schema:command-job"
+
+
 def json_schema() -> dict:
-    s = COMMAND_JOB.json()
-    s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    s["$id"] = SCHEMA_URL
-    s["title"] = "Azure ML command job (as read by dtrain)"
+    """JSON Schema draft-07 (what VS Code's YAML extension reads) of what `dtrain validate` accepts.
+    An editor aid: validate stays the authority (it also checks references, paths and VM sizes)."""
+    s = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": JSON_SCHEMA_ID,
+         "title": "Azure ML command job (as read by dtrain)"}
+    s.update(COMMAND_JOB.json())
     return s
 
 
