@@ -71,6 +71,7 @@ def validate(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
 ):
     """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
+    from .ci import annotate_diagnostics
     from .errors import SpecError
     from .output import err, out_json, print_diagnostics, summary_line
     from .spec.validate import load_spec
@@ -84,6 +85,7 @@ def validate(
         except SpecError as exc:
             diags, ok = exc.diagnostics, False
         failed |= not ok
+        annotate_diagnostics(diags)  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
         results.append({"file": path, "valid": ok, "diagnostics": [d.to_dict() for d in diags]})
         if output == "text":
             print_diagnostics(diags)
