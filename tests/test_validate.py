@@ -263,3 +263,16 @@ def test_shm_size_without_unit_gets_a_hint_that_validates(write):
     assert "16g" in err.hint and "quote" not in err.hint
     spec, diags = load_spec(write("fixed.yml", BASE + "resources:\n  shm_size: 16g\n"))
     assert diags == [] and spec.resources["shm_size"] == "16g"
+
+
+def test_long_shallow_spec_loads_through_the_depth_guarded_composer(write):
+    # 2,500 lines lift the cheap depth bound over the C composer's safe limit: the Python composer
+    # (with its depth guard) must build exactly what the fast path builds
+    from dtrain.spec import yamlload
+
+    lines = "".join(f"  V{i}: '{i}'\n" for i in range(2500))
+    text = BASE + "environment_variables:\n" + lines
+    assert yamlload._depth_bound(text) >= yamlload._C_COMPOSER_SAFE_DEPTH
+    spec, diags = load_spec(write("job.yml", text))
+    assert diags == [] and spec.environment_variables["V2499"] == "2499"
+    assert spec.locations[("environment_variables", "V2499")] == (2504, 3)
