@@ -141,6 +141,10 @@ VARIANTS.update({
     "rename_singularity": {"resources": {"properties": {"singularity": {"imageVersion": "", "slaTier": "Premium"}}}},
     "rename_singularity_case": {"resources": {"properties": {"Singularity": {"a": 1}, "itp": {"b": 2}}}},
     "rename_aisupercomputer": {"resources": {"properties": {"aisupercomputer": {"a": 1}}}},
+    "input_description": {"inputs": {"x": {"type": "uri_folder", "path": "azureml:a:1", "description": "d"}}},
+    "resources_properties_other_case": {"resources": {"properties": {"AISuperComputer": {"a": 1}, "ITP": {}}}},
+    "resources_properties_itp_nulls": {"resources": {"properties": {
+        "ITP": {"a": None, "b": {}, "c": [None, {}, 1]}, "Target_Selector": {"x": 1}, "n": None}}},
     "rename_singularity_nested_kept": {"resources": {"properties": {"x": {"singularity": 1}}}},
 })
 

@@ -32,8 +32,10 @@ _JOB_TIER = {"null": "Null", "spot": "Spot", "basic": "Basic", "standard": "Stan
 _PRIORITY = {"low": 1, "medium": 2, "high": 3}
 # What CommandJob._to_rest_object removes from the user's properties bag: set by the service, read-only.
 _READ_ONLY_PROPERTIES = ("_azureml.ComputeTargetType",)
-# resources.properties keys the SDK renames (Properties._KEY_MAPPING, matched case-insensitively).
-_RESOURCE_PROPERTY_KEYS = {"aisupercomputer": "AISuperComputer", "singularity": "AISuperComputer"}
+# resources.properties keys the SDK spells its own way (Properties._KEY_MAPPING, matched case-insensitively):
+# Singularity is sent as AISuperComputer.
+_RESOURCE_PROPERTY_KEYS = {"aisupercomputer": "AISuperComputer", "singularity": "AISuperComputer",
+                           "itp": "itp", "target_selector": "target_selector"}
 
 
 def job_body(spec: JobSpec) -> dict:
@@ -188,11 +190,10 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
         out["instanceCount"] = r["instance_count"]
     if r.get("instance_type") is not None:
         out["instanceType"] = r["instance_type"]
-    props = {(_RESOURCE_PROPERTY_KEYS.get(k.lower(), k) if isinstance(k, str) else k): v
-             for k, v in (r.get("properties") or {}).items()}
+    props = dict(r.get("properties") or {})
     if local:
         props["IsLocal"] = {"IsLocal": True}   # the SDK's marker for compute: local
-    out["properties"] = props
+    out["properties"] = _resource_properties(props)
     if r.get("shm_size") is not None:
         out["shmSize"] = r["shm_size"]
     if r.get("locations") is not None and not isinstance(docker_args, list):
@@ -200,6 +201,25 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
     if r.get("max_instance_count") is not None and not isinstance(docker_args, list):
         out["maxInstanceCount"] = r["max_instance_count"]
     return out
+
+
+def _resource_properties(props: dict) -> dict:
+    """As the SDK's Properties.as_dict: None values dropped at every depth, known keys respelled, then
+    None and empty mappings dropped at every depth (lists included)."""
+    def drop_none(o):
+        return {k: drop_none(v) for k, v in o.items() if v is not None} if isinstance(o, dict) else o
+
+    def drop_empty(o):
+        if isinstance(o, list):
+            return [x for x in map(drop_empty, o) if not (x is None or x == {})]
+        if isinstance(o, dict):
+            return {k: x for k, x in ((k, drop_empty(v)) for k, v in o.items()) if not (x is None or x == {})}
+        return o
+
+    renamed = {}
+    for k, v in drop_none(props).items():
+        renamed[_RESOURCE_PROPERTY_KEYS.get(k.lower(), k) if isinstance(k, str) else k] = v
+    return drop_empty(renamed)
 
 
 def _service(v: dict) -> dict:

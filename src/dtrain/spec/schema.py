@@ -46,7 +46,6 @@ def _input(types):
         "mode": Str("How the job sees the data.", enum=modes, ci=True),
         "path_on_compute": Str("Where the data appears on the compute (file: URI)."),
         "datastore": Str("Datastore a local path is uploaded to."),
-        "description": Str(),
     }, "Data or model input.", renamed={
         "data": "the preview `data:` key is now `path:` (azureml:name:version, a datastore URI or a local path)",
         "dataset": "the preview `dataset:` key is now `path:` with `type: uri_folder`, `uri_file` or `mltable`",
