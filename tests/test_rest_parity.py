@@ -126,6 +126,8 @@ for _v in _TIER:
     VARIANTS[f"enum_job_tier_{_v}"] = {"queue_settings": {"job_tier": _v}}
 for _v in _PRIORITY:
     VARIANTS[f"enum_priority_{_v}"] = {"queue_settings": {"priority": _v}}
+for _v in ["all", "All", "ALL", "some"]:
+    VARIANTS[f"enum_service_nodes_{_v}"] = {"services": {"s": {"type": "ssh", "nodes": _v}}}
 for _v in ["Command", "COMMAND"]:
     VARIANTS[f"enum_type_{_v}"] = {"type": _v}
 for _v in ["LOCAL", "Local"]:
