@@ -16,6 +16,12 @@ def test_secret_warning_names_the_key_never_the_value(cli, write, command):
     assert HF_TOKEN not in r.stderr and STORAGE_KEY not in r.stderr
 
 
+def test_a_secret_set_with_a_wrong_type_is_not_echoed(cli, write):
+    r = cli("validate", write("job.yml", BASE), "--set", f"environment_variables.API_KEY=[{HF_TOKEN}]")
+    assert r.returncode == 2 and "--set environment_variables.API_KEY=***" in r.stderr
+    assert HF_TOKEN not in r.stderr
+
+
 @pytest.mark.parametrize("command", ["validate", "render", "submit"])
 def test_30000_nested_brackets_exit_2_with_a_message(cli, write, command, tmp_path):
     p = write("job.yml", BASE + "tags: " + "[" * 30000 + "]" * 30000 + "\n")

@@ -6,6 +6,7 @@ import re
 import yaml
 
 from ..errors import UsageError
+from .secrets import looks_secret
 from .yamlload import MAX_DEPTH, TooDeep, load_value
 
 _SEGMENT = re.compile(r"[^.\[\]]+|\[\d+\]")
@@ -61,7 +62,9 @@ def apply(data: dict, sets: list[str], locations: dict) -> dict:
             node[last] = value
         else:
             raise UsageError(f"--set '{item}': cannot set inside a {type(node).__name__}")
-        label = f"--set {item}"
+        # A diagnostic about this value names it by this label: a secret's value stays out of it.
+        label = f"--set {key.strip()}=***" if any(isinstance(p, str) and looks_secret(p) for p in path) \
+            else f"--set {item}"
         locations[path] = label
         for k in [k for k in locations if k[:len(path)] == path and k != path]:
             locations[k] = label
