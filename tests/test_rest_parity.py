@@ -64,6 +64,7 @@ VARIANTS = {
                                 "max_instance_count": 4, "properties": {"a": "b"}}},
     "resources_docker_args_list": {"resources": {"docker_args": ["--ipc=host", "-e", "X=1"],
                                                  "max_instance_count": 3, "locations": ["eastus"]}},
+    "resources_docker_args_empty_list": {"resources": {"docker_args": [], "locations": ["eastus"]}},
     "limits": {"limits": {"timeout": 3661}},
     "limits_str": {"limits": {"timeout": "3600"}},
     "queue": {"queue_settings": {"job_tier": "Spot", "priority": "high"}},

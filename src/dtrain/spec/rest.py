@@ -182,7 +182,9 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
     r = r or {}
     out: dict = {}
     docker_args = r.get("docker_args")
-    if isinstance(docker_args, list):
+    # The SDK takes its list branch only for a non-empty list: `docker_args: []` is sent as dockerArgs.
+    as_list = isinstance(docker_args, list) and bool(docker_args)
+    if as_list:
         out["dockerArgsList"] = docker_args
     elif docker_args is not None:
         out["dockerArgs"] = docker_args
@@ -196,9 +198,9 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
     out["properties"] = _resource_properties(props)
     if r.get("shm_size") is not None:
         out["shmSize"] = r["shm_size"]
-    if r.get("locations") is not None and not isinstance(docker_args, list):
+    if r.get("locations") is not None and not as_list:
         out["locations"] = r["locations"]
-    if r.get("max_instance_count") is not None and not isinstance(docker_args, list):
+    if r.get("max_instance_count") is not None and not as_list:
         out["maxInstanceCount"] = r["max_instance_count"]
     return out
 
