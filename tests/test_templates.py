@@ -77,6 +77,18 @@ def test_init_comment_describes_the_chosen_size(cli, tmp_path):
     assert yaml.safe_load((d / "job.yml").read_text())["distribution"]["process_count_per_instance"] == size.gpus
 
 
+def test_init_without_a_size_describes_the_templates_size_from_the_catalog(tmp_path):
+    from dtrain import templates as t
+    from dtrain.spec import vmsizes
+
+    for tpl in t.all_templates():
+        if not tpl.instance_type:
+            continue
+        text = t.render_init(tpl, None, None)
+        (line,) = [l for l in text.splitlines() if l.strip().startswith("instance_type:")]
+        assert line.split("#", 1)[1].strip() == t.size_comment(vmsizes.lookup(tpl.instance_type)), tpl.name
+
+
 @pytest.mark.parametrize("size", ["Standard_ND96amsr_A100_v4", "Standard_NV6ads_A10_v5", "Standard_NC24rs_v3"])
 def test_init_comment_comes_from_the_validators_catalog(tmp_path, size):
     from dtrain import templates as t

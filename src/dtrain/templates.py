@@ -99,14 +99,17 @@ def render_init(t: Template, instance_type: str | None, nodes: int | None) -> st
     """The template's text retargeted: code -> src, size, node count, processes = GPUs of the size."""
     text = t.path.read_text()
     text = re.sub(r"^(\s*code:\s*)\S+", r"\1src", text, count=1, flags=re.M)
-    if instance_type:
+    chosen = instance_type or t.instance_type
+    if chosen:
         from .spec import vmsizes
 
-        size = vmsizes.lookup(instance_type)
-        name = size.name if size is not None else instance_type
-        # The comment is rewritten with the size: a kept template comment would describe another VM.
+        size = vmsizes.lookup(chosen)
+        name = size.name if size is not None else chosen
+        # The comment always comes from the validator's catalog: a template's own comment would describe
+        # another VM as soon as the size changes.
         text = re.sub(r"^(\s*instance_type:\s*)\S+[^\n]*", lambda m: f"{m.group(1)}{name}   # {size_comment(size)}",
                       text, count=1, flags=re.M)
+    if instance_type:
         if t.framework in ("pytorch", "mpi"):
             # validate accepts sizes outside the GPU catalog (CPU sizes, new sizes) with a note; so does init,
             # with one process per node, since their GPU count is unknown.
