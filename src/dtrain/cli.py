@@ -71,10 +71,12 @@ def validate(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
 ):
     """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
-    from .ci import annotate_diagnostics
     from .errors import SpecError
     from .output import err, out_json, print_diagnostics, summary_line
     from .spec.validate import load_spec
+
+    # ci (and the backend types it imports) is loaded only inside a CI, to keep validate's start-up lean
+    in_ci = os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("TF_BUILD", "").lower() == "true"
 
     _check_output(output)
     results, failed = [], False
@@ -85,7 +87,10 @@ def validate(
         except SpecError as exc:
             diags, ok = exc.diagnostics, False
         failed |= not ok
-        annotate_diagnostics(diags)  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
+        if in_ci:  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
+            from .ci import annotate_diagnostics
+
+            annotate_diagnostics(diags)
         results.append({"file": path, "valid": ok, "diagnostics": [d.to_dict() for d in diags]})
         if output == "text":
             print_diagnostics(diags)
