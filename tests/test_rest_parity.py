@@ -152,10 +152,25 @@ VARIANTS.update({
 })
 
 # Accepted by the SDK, refused by the service after submit: dtrain refuses them before.
+# Every such case is a row of docs/spec.md's "Where dtrain is stricter than azure-ai-ml".
 STRICTER = {"shm_no_unit": {"resources": {"shm_size": "16"}},
             "zero_nodes": {"resources": {"instance_count": 0}},
             "bad_name": {"name": "-bad name"},
-            "fractional_timeout": {"limits": {"timeout": 10.5}}}
+            "fractional_timeout": {"limits": {"timeout": 10.5}},
+            "zero_timeout": {"limits": {"timeout": 0}},
+            "zero_processes": {"distribution": {"type": "pytorch", "process_count_per_instance": 0}},
+            "zero_workers": {"distribution": {"type": "tensorflow", "worker_count": 0}},
+            "zero_max_instances": {"resources": {"max_instance_count": 0}},
+            "port_out_of_range": {"services": {"s": {"type": "ssh", "port": 70000}}},
+            "bad_experiment_name": {"experiment_name": "-x"},
+            "search_space_ref": {"command": "python a.py ${{search_space.lr}}"},
+            "unknown_ref": {"command": "python a.py ${{foo.bar}}"},
+            "torchrun_with_processes": {"command": "torchrun a.py",
+                                        "distribution": {"type": "pytorch", "process_count_per_instance": 2}},
+            "mpirun_in_mpi_job": {"command": "mpirun python a.py", "distribution": {"type": "mpi"}},
+            "more_processes_than_gpus": {"distribution": {"type": "pytorch", "process_count_per_instance": 9},
+                                         "resources": {"instance_type": "Standard_ND96isr_H100_v5"}},
+            "uri_file_input_is_a_folder": {"inputs": {"x": {"type": "uri_file", "path": "data"}}}}
 
 
 @pytest.fixture
