@@ -261,6 +261,8 @@ def test_secret_like_env_var_warns(write):
 def test_shm_size_without_unit_gets_a_hint_that_validates(write):
     (err,) = errors_of(write("job.yml", BASE + "resources:\n  shm_size: 16\n"))
     assert "16g" in err.hint and "quote" not in err.hint
+    (err,) = errors_of(write("quoted.yml", BASE + "resources:\n  shm_size: '16'\n"))
+    assert "write 16g" in err.hint
     spec, diags = load_spec(write("fixed.yml", BASE + "resources:\n  shm_size: 16g\n"))
     assert diags == [] and spec.resources["shm_size"] == "16g"
 

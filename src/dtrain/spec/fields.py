@@ -120,7 +120,10 @@ class Str(Field):
             c.error(path, f"is {len(v)} characters long; at most {self.max_len} allowed", code="range")
         if self.pattern and not self.pattern.fullmatch(v):
             what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
-            c.error(path, f"{what} '{v}' is not valid", hint=self.pattern_hint, code="format")
+            hint = self.pattern_hint
+            if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
+                hint = self.number_hint(int(v))
+            c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
 
     def json(self):
         d: dict = {"type": ["string", "null"] if self.allow_null else "string"}
