@@ -118,7 +118,7 @@ def test_submit_prints_name_and_sends_what_render_shows(emu, project):
     sent = emu.jobs["body-check"]["properties"]
     assert validate_job_body(emu.jobs["body-check"]) == [] and emu.violations == []
     rendered = json.loads(dtrain("render", "job.yml", "--format", "rest", "--set", "inputs.epochs=5",
-                                 env=env, cwd=project).stdout)
+                                 env=env, cwd=project).stdout)["properties"]
     assert {k: v for k, v in sent.items() if k not in RESOLVED} == \
            {k: v for k, v in rendered.items() if k not in RESOLVED}
     assert sent["computeId"] == emu.arm_id("computes", "gpu-cluster")

@@ -90,7 +90,8 @@ def test_render_yaml_round_trips_and_applies_set(cli, write, tmp_path):
 
 def test_render_rest_is_json_on_stdout(cli, write):
     r = cli("render", write("job.yml", BASE), "--format", "rest")
-    body = json.loads(r.stdout)
+    (body,) = json.loads(r.stdout).values()  # {"properties": {...}}: the whole PUT body
+    assert list(json.loads(r.stdout)) == ["properties"]
     assert body["jobType"] == "Command"
     assert body["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 2}
 
@@ -98,7 +99,8 @@ def test_render_rest_is_json_on_stdout(cli, write):
 def test_schema_is_json_schema(cli):
     s = json.loads(cli("schema").stdout)
     assert s["type"] == "object" and "distribution" in s["properties"]
-    assert s["properties"]["queue_settings"]["properties"]["job_tier"]["enum"][1] == "spot"
+    tier = s["properties"]["queue_settings"]["properties"]["job_tier"]
+    assert tier["anyOf"][0]["enum"][1] == "spot"  # completion offers the names; patterns admit Spot, SPOT
 
 
 def test_set_without_equals_is_usage_error(cli, write):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import CONFORMANCE, run_cli
-from sdk_reference import sdk_job_body
+from sdk_reference import sdk_job_document
 
 
 def _cases():
@@ -24,7 +24,7 @@ def test_conformance_case(case, conformance_dir):
     if case["kind"] == "command-job" and case["sdk_loads"]:
         r = run_cli("render", path, "--format", "rest")
         assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout) == sdk_job_body(path)
+        assert json.loads(r.stdout) == sdk_job_document(path)  # the whole PUT body
         v = run_cli("validate", path)
         assert v.returncode == 0, v.stderr
     elif case["kind"] == "command-job":

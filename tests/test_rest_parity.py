@@ -5,9 +5,10 @@ import pytest
 import yaml
 
 from dtrain.errors import SpecError
+from dtrain.spec.render import rest_document
 from dtrain.spec.rest import job_body
 from dtrain.spec.validate import load_spec
-from sdk_reference import sdk_job_body
+from sdk_reference import sdk_job_body, sdk_job_document
 
 BASE = {"command": "python a.py", "code": "src", "environment": "azureml:myenv:1"}
 CONDA = "name: t\nchannels: [conda-forge]\ndependencies:\n  - python=3.10\n  - pip:\n    - torch\n"
@@ -63,6 +64,7 @@ VARIANTS = {
                                 "max_instance_count": 4, "properties": {"a": "b"}}},
     "resources_docker_args_list": {"resources": {"docker_args": ["--ipc=host", "-e", "X=1"],
                                                  "max_instance_count": 3, "locations": ["eastus"]}},
+    "resources_docker_args_empty_list": {"resources": {"docker_args": [], "locations": ["eastus"]}},
     "limits": {"limits": {"timeout": 3661}},
     "limits_str": {"limits": {"timeout": "3600"}},
     "queue": {"queue_settings": {"job_tier": "Spot", "priority": "high"}},
@@ -92,11 +94,83 @@ VARIANTS = {
     "unknown_key": {"foo": 1},
     "command_int": {"command": 5},
 }
+# Every enum in the spellings people write (the REST name, camelCase, upper case): azure-ai-ml's enum
+# fields transform case before matching (lower() for most, camel_to_snake for identity), so dtrain
+# must accept exactly what it accepts and render what it renders.
+_IDENTITY = ["AMLToken", "AmlToken", "amlToken", "AML_TOKEN", "amltoken", "Aml_Token", "UserIdentity",
+             "USER_IDENTITY", "userIdentity", "useridentity", "Managed", "MANAGED", "ManagedIdentity",
+             "managedIdentity", "MANAGED_IDENTITY", "managedidentity", "Managed_Identity"]
+_DIST = ["PyTorch", "PYTORCH", "TensorFlow", "TENSORFLOW", "Mpi", "MPI", "Ray", "RAY"]
+_INPUT_TYPE_MODE = [("URI_FILE", "Download"), ("Uri_Folder", "RO_MOUNT"), ("MLTable", "Eval_Mount"),
+                    ("mlTable", "EVAL_DOWNLOAD"), ("Custom_Model", "DIRECT"), ("MLFlow_Model", "ro_mount"),
+                    ("Triton_Model", "Download"), ("uri_folder", "ReadOnlyMount"), ("UriFolder", "download"),
+                    ("uri_folder", "Mount"), ("uri_folder", "rw_mount"), ("uri_folder", "upload")]
+_OUTPUT_TYPE_MODE = [("Uri_Folder", "RW_MOUNT"), ("URI_FILE", "Upload"), ("MLTable", "Mount"),
+                     ("MLFlow_Model", "DIRECT"), ("Custom_Model", "rw_mount"), ("Triton_Model", "upload"),
+                     ("uri_folder", "ReadWriteMount"), ("uri_folder", "download"), ("UriFolder", "upload")]
+_SERVICE = ["SSH", "Ssh", "Tensor_Board", "TensorBoard", "tensorboard", "VS_Code", "VSCode", "vscode",
+            "Jupyter_Lab", "JupyterLab", "jupyterlab", "Custom", "Tracking", "Studio"]
+_TIER = ["SPOT", "Spot", "Standard", "BASIC", "Premium", "Null", "NULL", "none"]
+_PRIORITY = ["High", "LOW", "Medium", "normal"]
+
+for _v in _IDENTITY:
+    VARIANTS[f"enum_identity_{_v}"] = {"identity": {"type": _v}}
+for _v in _DIST:
+    VARIANTS[f"enum_distribution_{_v}"] = {"distribution": {"type": _v}}
+for _t, _m in _INPUT_TYPE_MODE:
+    VARIANTS[f"enum_input_{_t}_{_m}"] = {"inputs": {"x": {"type": _t, "path": "azureml:a:1", "mode": _m}}}
+for _t, _m in _OUTPUT_TYPE_MODE:
+    VARIANTS[f"enum_output_{_t}_{_m}"] = {"outputs": {"x": {"type": _t, "mode": _m}}}
+for _v in _SERVICE:
+    VARIANTS[f"enum_service_{_v}"] = {"services": {"s": {"type": _v, "port": 8080}}}
+for _v in _TIER:
+    VARIANTS[f"enum_job_tier_{_v}"] = {"queue_settings": {"job_tier": _v}}
+for _v in _PRIORITY:
+    VARIANTS[f"enum_priority_{_v}"] = {"queue_settings": {"priority": _v}}
+for _v in ["all", "All", "ALL", "some"]:
+    VARIANTS[f"enum_service_nodes_{_v}"] = {"services": {"s": {"type": "ssh", "nodes": _v}}}
+for _v in ["Command", "COMMAND"]:
+    VARIANTS[f"enum_type_{_v}"] = {"type": _v}
+for _v in ["LOCAL", "Local"]:
+    VARIANTS[f"enum_compute_{_v}"] = {"compute": _v}
+for _v in ["Linux", "WINDOWS"]:
+    VARIANTS[f"enum_os_type_{_v}"] = {"environment": {"image": "python:3.10", "os_type": _v}}
+
+# Keys the SDK renames or drops on the way to the body.
+VARIANTS.update({
+    "drop_compute_target_type": {"properties": {"_azureml.ComputeTargetType": "amlcdsi", "kept": "1",
+                                                "_azureml.Other": "x"}},
+    "drop_compute_target_type_case": {"properties": {"_AzureML.computetargettype": "amlcdsi"}},
+    "rename_singularity": {"resources": {"properties": {"singularity": {"imageVersion": "", "slaTier": "Premium"}}}},
+    "rename_singularity_case": {"resources": {"properties": {"Singularity": {"a": 1}, "itp": {"b": 2}}}},
+    "rename_aisupercomputer": {"resources": {"properties": {"aisupercomputer": {"a": 1}}}},
+    "input_description": {"inputs": {"x": {"type": "uri_folder", "path": "azureml:a:1", "description": "d"}}},
+    "resources_properties_other_case": {"resources": {"properties": {"AISuperComputer": {"a": 1}, "ITP": {}}}},
+    "resources_properties_itp_nulls": {"resources": {"properties": {
+        "ITP": {"a": None, "b": {}, "c": [None, {}, 1]}, "Target_Selector": {"x": 1}, "n": None}}},
+    "rename_singularity_nested_kept": {"resources": {"properties": {"x": {"singularity": 1}}}},
+})
+
 # Accepted by the SDK, refused by the service after submit: dtrain refuses them before.
+# Every such case is a row of docs/spec.md's "Where dtrain is stricter than azure-ai-ml".
 STRICTER = {"shm_no_unit": {"resources": {"shm_size": "16"}},
             "zero_nodes": {"resources": {"instance_count": 0}},
             "bad_name": {"name": "-bad name"},
-            "fractional_timeout": {"limits": {"timeout": 10.5}}}
+            "fractional_timeout": {"limits": {"timeout": 10.5}},
+            "zero_timeout": {"limits": {"timeout": 0}},
+            "zero_processes": {"distribution": {"type": "pytorch", "process_count_per_instance": 0}},
+            "zero_workers": {"distribution": {"type": "tensorflow", "worker_count": 0}},
+            "zero_max_instances": {"resources": {"max_instance_count": 0}},
+            "port_out_of_range": {"services": {"s": {"type": "ssh", "port": 70000}}},
+            "bad_experiment_name": {"experiment_name": "-x"},
+            "search_space_ref": {"command": "python a.py ${{search_space.lr}}"},
+            "unknown_ref": {"command": "python a.py ${{foo.bar}}"},
+            "torchrun_with_processes": {"command": "torchrun a.py",
+                                        "distribution": {"type": "pytorch", "process_count_per_instance": 2}},
+            "mpirun_in_mpi_job": {"command": "mpirun python a.py", "distribution": {"type": "mpi"}},
+            "more_processes_than_gpus": {"distribution": {"type": "pytorch", "process_count_per_instance": 9},
+                                         "resources": {"instance_type": "Standard_ND96isr_H100_v5"}},
+            "uri_file_input_is_a_folder": {"inputs": {"x": {"type": "uri_file", "path": "data"}}}}
 
 
 @pytest.fixture
@@ -124,7 +198,7 @@ def _write(project, name, variant):
 def test_same_body_as_sdk_or_both_reject(project, name):
     p = _write(project, name, VARIANTS[name])
     try:
-        ref = sdk_job_body(p)
+        ref = sdk_job_document(p)
     except Exception:
         ref = None
     if ref is None:
@@ -132,7 +206,7 @@ def test_same_body_as_sdk_or_both_reject(project, name):
             load_spec(p)
         return
     spec, _ = load_spec(p)
-    assert job_body(spec) == ref
+    assert rest_document(spec) == ref  # the whole PUT body, {"properties": {...}}
 
 
 @pytest.mark.parametrize("name", sorted(STRICTER))

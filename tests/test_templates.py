@@ -62,8 +62,59 @@ def test_init_refuses_to_overwrite_and_unknown_names(cli, tmp_path):
     assert r.returncode == 2 and "already exists" in r.stderr
     r = cli("init", tmp_path / "x", "-t", "pytorch-dpp")
     assert r.returncode == 2 and "did you mean 'pytorch-ddp'" in r.stderr
-    r = cli("init", tmp_path / "y", "-t", "mpi", "--instance-type", "Standard_ND96isr_H100_v4")
-    assert r.returncode == 2 and "Standard_ND96isr_H100_v5" in r.stderr
+
+
+def test_init_comment_describes_the_chosen_size(cli, tmp_path):
+    from dtrain.spec import vmsizes
+
+    d = tmp_path / "p"
+    r = cli("init", d, "-t", "pytorch-ddp", "--instance-type", "Standard_NC96ads_A100_v4", "--nodes", "4")
+    assert r.returncode == 0, r.stderr
+    (line,) = [l for l in (d / "job.yml").read_text().splitlines() if l.strip().startswith("instance_type:")]
+    size = vmsizes.lookup("Standard_NC96ads_A100_v4")
+    assert line.split("#", 1)[1].strip() == f"{size.gpus} x {size.gpu_model}, no InfiniBand"
+    assert "H100" not in line and "InfiniBand NDR" not in line
+    assert yaml.safe_load((d / "job.yml").read_text())["distribution"]["process_count_per_instance"] == size.gpus
+
+
+def test_init_without_a_size_describes_the_templates_size_from_the_catalog(tmp_path):
+    from dtrain import templates as t
+    from dtrain.spec import vmsizes
+
+    for tpl in t.all_templates():
+        if not tpl.instance_type:
+            continue
+        text = t.render_init(tpl, None, None)
+        (line,) = [l for l in text.splitlines() if l.strip().startswith("instance_type:")]
+        assert line.split("#", 1)[1].strip() == t.size_comment(vmsizes.lookup(tpl.instance_type)), tpl.name
+
+
+@pytest.mark.parametrize("size", ["Standard_ND96amsr_A100_v4", "Standard_NV6ads_A10_v5", "Standard_NC24rs_v3"])
+def test_init_comment_comes_from_the_validators_catalog(tmp_path, size):
+    from dtrain import templates as t
+    from dtrain.spec import vmsizes
+
+    s = vmsizes.lookup(size)
+    text = t.render_init(t.get("mpi"), size, None)
+    (line,) = [l for l in text.splitlines() if l.strip().startswith("instance_type:")]
+    comment = line.split("#", 1)[1]
+    assert s.gpu_model in comment and (("InfiniBand" in comment) == s.infiniband or "no InfiniBand" in comment)
+    assert ("no InfiniBand" in comment) == (not s.infiniband)
+
+
+@pytest.mark.parametrize("size", ["Standard_D4s_v3", "Standard_ND96isr_H100_v4"])
+def test_init_accepts_what_validate_accepts(cli, tmp_path, size):
+    # validate takes sizes outside the GPU catalog (CPU sizes, newer sizes) with a note; init agrees
+    d = tmp_path / "p"
+    r = cli("init", d, "-t", "mpi", "--instance-type", size)
+    assert r.returncode == 0, r.stderr
+    assert f"'{size}' is not a GPU size dtrain knows" in r.stderr
+    if size.endswith("_v4"):
+        assert "did you mean 'Standard_ND96isr_H100_v5'" in r.stderr
+    spec = yaml.safe_load((d / "job.yml").read_text())
+    assert spec["resources"]["instance_type"] == size
+    assert spec["distribution"]["process_count_per_instance"] == 1
+    assert cli("validate", d / "job.yml").returncode == 0
 
 
 def _losses(text):

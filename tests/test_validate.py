@@ -116,16 +116,52 @@ def test_binary_file(tmp_path):
     assert err.code == "binary"
 
 
-def test_duplicate_keys(write):
+def test_duplicate_keys_with_different_values_are_an_error_naming_both_lines(write):
     errs = errors_of(write("job.yml", BASE + "command: python other.py\n"))
     (dup,) = [d for d in errs if d.code == "duplicate-key"]
     assert dup.line == 4 and "line 2" in dup.message
+    assert "'python train.py'" in dup.message and "'python other.py'" in dup.message
+
+
+def test_duplicate_keys_with_equal_values_are_a_warning(write):
+    # azureml-examples' dask/nyctaxi job.yml repeated this block; azure-ai-ml accepts it
+    text = BASE + "resources:\n  instance_count: 4\nresources:\n  instance_count: 4\n"
+    spec, diags = load_spec(write("job.yml", text))
+    assert spec.instance_count == 4
+    (dup,) = diags
+    assert (dup.severity, dup.code, dup.line) == ("warning", "duplicate-key", 6)
+
+
+def test_duplicate_secret_keys_do_not_show_their_values(write):
+    text = BASE + "environment_variables:\n  DB_PASSWORD: s3cr3t-one\n  DB_PASSWORD: s3cr3t-two\n"
+    (dup,) = [d for d in errors_of(write("job.yml", text)) if d.code == "duplicate-key"]
+    assert "s3cr3t" not in dup.message
 
 
 def test_deep_nesting_refused(write):
     text = BASE + "tags:\n  a: " + "[" * 200 + "]" * 200 + "\n"
     (err,) = errors_of(write("job.yml", text))
     assert err.code == "too-complex"
+
+
+@pytest.mark.parametrize("opening", ["[", "{a: ", "- "])
+def test_nesting_deep_enough_to_overflow_the_parser_is_refused(write, opening):
+    # 30,000 levels overflowed libyaml's recursive composer (a segfault) before any check could run
+    closing = {"[": "]", "{a: ": "}", "- ": ""}[opening]
+    body = opening * 30000 + "x" + closing * 30000
+    text = BASE + ("tags:\n  " + body if opening == "- " else "tags: " + body) + "\n"
+    (err,) = errors_of(write("job.yml", text))
+    assert err.code == "too-complex" and err.line == (5 if opening == "- " else 4)
+
+
+def test_deep_set_values_and_paths_are_usage_errors(write):
+    from dtrain.errors import UsageError
+
+    p = write("job.yml", BASE)
+    for bad in ["tags.a=" + "[" * 30000, "tags" + ".a" * 3000 + "=1"]:
+        with pytest.raises(UsageError) as ei:
+            load_spec(p, [bad])
+        assert ei.value.exit_code == 2 and "levels" in ei.value.message
 
 
 def test_alias_bomb_is_fast_and_refused(write):
@@ -220,3 +256,25 @@ def test_integer_as_string_is_accepted_like_the_sdk(write):
 def test_secret_like_env_var_warns(write):
     warns, _ = warnings_of(write("job.yml", BASE + "environment_variables:\n  HF_TOKEN: hf_abc\n"))
     assert [w.code for w in warns] == ["secret"]
+
+
+def test_shm_size_without_unit_gets_a_hint_that_validates(write):
+    (err,) = errors_of(write("job.yml", BASE + "resources:\n  shm_size: 16\n"))
+    assert "16g" in err.hint and "quote" not in err.hint
+    (err,) = errors_of(write("quoted.yml", BASE + "resources:\n  shm_size: '16'\n"))
+    assert "write 16g" in err.hint
+    spec, diags = load_spec(write("fixed.yml", BASE + "resources:\n  shm_size: 16g\n"))
+    assert diags == [] and spec.resources["shm_size"] == "16g"
+
+
+def test_long_shallow_spec_loads_through_the_depth_guarded_composer(write):
+    # 2,500 lines lift the cheap depth bound over the C composer's safe limit: the Python composer
+    # (with its depth guard) must build exactly what the fast path builds
+    from dtrain.spec import yamlload
+
+    lines = "".join(f"  V{i}: '{i}'\n" for i in range(2500))
+    text = BASE + "environment_variables:\n" + lines
+    assert yamlload._depth_bound(text) >= yamlload._C_COMPOSER_SAFE_DEPTH
+    spec, diags = load_spec(write("job.yml", text))
+    assert diags == [] and spec.environment_variables["V2499"] == "2499"
+    assert spec.locations[("environment_variables", "V2499")] == (2504, 3)

@@ -69,3 +69,77 @@ def report(infos, stream=None) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(summary_markdown(infos) + "\n")
             print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)
+
+
+# --- annotations for spec diagnostics (dtrain validate) --------------------------------------------
+# Each CI's escaping, from its logging-command rules: GitHub's data escapes %, CR and LF, and its
+# properties also ':' and ','; Azure Pipelines escapes ';', ']', CR, LF and '%' (as %AZP25).
+
+def gh_escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def gh_escape_property(text: str) -> str:
+    return gh_escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def vso_escape(text: str) -> str:
+    return (text.replace("%", "%AZP25").replace(";", "%3B").replace("]", "%5D").replace("\r", "%0D")
+            .replace("\n", "%0A"))
+
+
+_GH_LEVEL = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def _diagnostic_text(d) -> str:
+    return d.message + (f"\nhint: {d.hint}" if d.hint else "")
+
+
+def _gh_file(path: str) -> str:
+    # GitHub places annotations by path from the repository root (GITHUB_WORKSPACE)
+    ws = os.environ.get("GITHUB_WORKSPACE")
+    if ws:
+        rel = os.path.relpath(os.path.abspath(path), ws)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path
+
+
+def github_annotation(d) -> str:
+    props = []
+    if d.file and d.line is not None:   # a --set value has no file to point at
+        props.append(f"file={gh_escape_property(_gh_file(d.file))}")
+        props.append(f"line={d.line}")
+        if d.column is not None:
+            props.append(f"col={d.column}")
+    if d.code:
+        props.append(f"title={gh_escape_property('dtrain ' + d.code)}")
+    head = f"::{_GH_LEVEL[d.severity]}" + (" " + ",".join(props) if props else "")
+    return f"{head}::{gh_escape_data(_diagnostic_text(d))}"
+
+
+def azure_pipelines_annotation(d) -> str | None:
+    if d.severity not in ("error", "warning"):   # logissue knows errors and warnings only
+        return None
+    props = [f"type={d.severity}"]
+    if d.file and d.line is not None:
+        props += [f"sourcepath={vso_escape(d.file)}", f"linenumber={d.line}"]
+        if d.column is not None:
+            props.append(f"columnnumber={d.column}")
+    if d.code:
+        props.append(f"code={vso_escape(d.code)}")
+    return f"##vso[task.logissue {';'.join(props)}]{vso_escape(_diagnostic_text(d))}"
+
+
+def annotate_diagnostics(diags, stream=None) -> None:
+    """Spec diagnostics as the running CI's annotations, on the PR's lines. stderr by default: stdout
+    carries JSON. Nothing outside GitHub Actions (GITHUB_ACTIONS=true) or Azure Pipelines (TF_BUILD=True)."""
+    stream = stream or sys.stderr
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        lines = [github_annotation(d) for d in diags]
+    elif os.environ.get("TF_BUILD", "").lower() == "true":
+        lines = [a for a in (azure_pipelines_annotation(d) for d in diags) if a]
+    else:
+        return
+    for line in lines:
+        print(line, file=stream, flush=True)

@@ -75,6 +75,9 @@ def validate(
     from .output import err, out_json, print_diagnostics, summary_line
     from .spec.validate import load_spec
 
+    # ci (and the backend types it imports) is loaded only inside a CI, to keep validate's start-up lean
+    in_ci = os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("TF_BUILD", "").lower() == "true"
+
     _check_output(output)
     results, failed = [], False
     for path in specs:
@@ -84,6 +87,10 @@ def validate(
         except SpecError as exc:
             diags, ok = exc.diagnostics, False
         failed |= not ok
+        if in_ci:  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
+            from .ci import annotate_diagnostics
+
+            annotate_diagnostics(diags)
         results.append({"file": path, "valid": ok, "diagnostics": [d.to_dict() for d in diags]})
         if output == "text":
             print_diagnostics(diags)
@@ -97,7 +104,7 @@ def validate(
 def render(
     spec: str = typer.Argument(..., metavar="SPEC"),
     format: str = typer.Option("yaml", "--format", "-f", help="yaml (for az ml job create --file) or rest "
-                               "(the JSON body of the job PUT)."),
+                               "(the whole JSON body of the job PUT: {\"properties\": {...}})."),
     set_: Optional[List[str]] = SetOpt,
     local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
                                "process with its command and environment."),
@@ -162,11 +169,14 @@ def init(
     from pathlib import Path
 
     from . import templates as t
-    from .output import err, out
+    from .output import err, note, out
 
     written = t.init(Path(directory), template, instance_type, nodes, force)
     for p in written:
         out(str(p))
+    size_note = t.size_note(instance_type)
+    if size_note:
+        note(size_note)
     err(f"next: dtrain validate {written[0]} && dtrain submit {written[0]} --local --wait")
 
 

@@ -61,7 +61,7 @@ def print_diagnostic(d, source_lines: dict) -> None:
         except OSError:
             lines = []
         source_lines[d.file] = lines
-    if lines and d.line and d.line <= len(lines):
+    if lines and d.line and d.line <= len(lines) and not getattr(d, "redact", False):
         gutter = f"{d.line:>5} | "
         err(gutter + lines[d.line - 1])
         if d.column:

@@ -99,17 +99,22 @@ def render_init(t: Template, instance_type: str | None, nodes: int | None) -> st
     """The template's text retargeted: code -> src, size, node count, processes = GPUs of the size."""
     text = t.path.read_text()
     text = re.sub(r"^(\s*code:\s*)\S+", r"\1src", text, count=1, flags=re.M)
-    if instance_type:
+    chosen = instance_type or t.instance_type
+    if chosen:
         from .spec import vmsizes
 
-        size = vmsizes.lookup(instance_type)
-        if size is None:
-            sugg = vmsizes.suggest(instance_type)
-            raise UsageError(f"'{instance_type}' is not a GPU size dtrain knows",
-                             hint=(f"did you mean '{sugg[0]}'? " if sugg else "") + "see docs/vm-sizes.md")
-        text = re.sub(r"^(\s*instance_type:\s*)\S+", rf"\g<1>{size.name}", text, count=1, flags=re.M)
+        size = vmsizes.lookup(chosen)
+        name = size.name if size is not None else chosen
+        # The comment always comes from the validator's catalog: a template's own comment would describe
+        # another VM as soon as the size changes.
+        text = re.sub(r"^(\s*instance_type:\s*)\S+[^\n]*", lambda m: f"{m.group(1)}{name}   # {size_comment(size)}",
+                      text, count=1, flags=re.M)
+    if instance_type:
         if t.framework in ("pytorch", "mpi"):
-            text = re.sub(r"^(\s*process_count_per_instance:\s*)\d+", rf"\g<1>{size.gpus}", text, count=1,
+            # validate accepts sizes outside the GPU catalog (CPU sizes, new sizes) with a note; so does init,
+            # with one process per node, since their GPU count is unknown.
+            ppn = size.gpus if size is not None else 1
+            text = re.sub(r"^(\s*process_count_per_instance:\s*)\d+", rf"\g<1>{ppn}", text, count=1,
                           flags=re.M)
     if nodes is not None:
         if nodes < 1:
@@ -120,6 +125,33 @@ def render_init(t: Template, instance_type: str | None, nodes: int | None) -> st
     header = ("# yaml-language-server: $schema=https://azuremlschemas.azureedge.net/latest/"
               "commandJob.schema.json\n")
     return header + text
+
+
+def size_comment(size) -> str:
+    """What a VM size is, for the comment beside `instance_type:`: GPUs, GPU model, InfiniBand or not."""
+    if size is None:
+        return "not in dtrain's GPU catalog (docs/vm-sizes.md): GPUs and InfiniBand unknown"
+    if size.gpu_fraction < 1:
+        gpus = f"1/{round(1 / size.gpu_fraction)} of an {size.gpu_model} ({size.gpu_memory_gib:g}GB)"
+    else:
+        gpus = f"{size.gpus} x {size.gpu_model}"
+        if f"{size.gpu_memory_gib:g}GB" not in size.gpu_model:
+            gpus += f" {size.gpu_memory_gib:g}GB"
+    fabric = size.interconnect.split(" (")[0].split(" x")[0].split(";")[0] if size.infiniband else "no InfiniBand"
+    return f"{gpus}, {fabric}"
+
+
+def size_note(instance_type: str | None) -> str | None:
+    """validate's note for a size outside the catalog, for init to print: the two agree on what is accepted."""
+    if not instance_type:
+        return None
+    from .spec import vmsizes
+
+    if vmsizes.lookup(instance_type) is not None:
+        return None
+    sugg = vmsizes.suggest(instance_type)
+    return (f"'{instance_type}' is not a GPU size dtrain knows: processes per node not matched to GPUs"
+            + (f" (did you mean '{sugg[0]}'?)" if sugg else ""))
 
 
 def init(directory: Path, name: str, instance_type: str | None = None, nodes: int | None = None,

@@ -16,6 +16,7 @@ class Diagnostic:
     column: int | None = None  # 1-based
     hint: str | None = None
     code: str = ""          # stable short id, e.g. "unknown-key", for JSON output and tests
+    redact: bool = False    # the source line holds a secret: printers must not echo it
 
     def location(self) -> str:
         where = self.file or "<spec>"
@@ -65,19 +66,22 @@ class Collector:
                 return (None, None)
             p = p[:-1]
 
-    def add(self, severity: str, path: tuple, message: str, *, hint: str | None = None, code: str = "") -> None:
+    def add(self, severity: str, path: tuple, message: str, *, hint: str | None = None, code: str = "",
+            redact: bool = False) -> None:
         loc = self._where(path)
         if isinstance(loc, str):  # a value that came from the command line (--set)
-            self.items.append(Diagnostic(severity, message, tuple(path), loc, None, None, hint, code))
+            if redact:
+                loc = loc.partition("=")[0] + "=***"
+            self.items.append(Diagnostic(severity, message, tuple(path), loc, None, None, hint, code, redact))
             return
         line, col = loc
-        self.items.append(Diagnostic(severity, message, tuple(path), self.file, line, col, hint, code))
+        self.items.append(Diagnostic(severity, message, tuple(path), self.file, line, col, hint, code, redact))
 
     def error(self, path, message, *, hint=None, code=""):
         self.add("error", path, message, hint=hint, code=code)
 
-    def warning(self, path, message, *, hint=None, code=""):
-        self.add("warning", path, message, hint=hint, code=code)
+    def warning(self, path, message, *, hint=None, code="", redact=False):
+        self.add("warning", path, message, hint=hint, code=code, redact=redact)
 
     def note(self, path, message, *, hint=None, code=""):
         self.add("note", path, message, hint=hint, code=code)

@@ -10,6 +10,42 @@ from .diagnostics import Collector
 from .yamlload import type_name
 
 
+def camel_to_snake(text: str) -> str:
+    """azure-ai-ml's camel_to_snake, the case transform its identity enums match with:
+    AMLToken, amlToken and AML_TOKEN all become aml_token (Aml_Token becomes aml__token, refused)."""
+    text = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", text)
+    return re.sub("([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+
+
+def anchored(pattern: str) -> str:
+    """A Python fullmatch pattern as a JSON Schema pattern (which searches unless anchored)."""
+    return f"^(?:{pattern})$"
+
+
+def case_pattern(value: str, casing) -> str:
+    """A JSON Schema pattern for the spellings an enum value has under the SDK's case transform.
+
+    JSON Schema has no case-insensitive flag: each letter becomes [xX]. Under camel_to_snake an
+    underscore may also be absent (AMLToken); the pattern then admits a few spellings (amltoken) that
+    `validate` refuses, which is as near as a regular expression gets to the transform."""
+    out = ""
+    for ch in value:
+        if ch.isalpha():
+            out += f"[{ch.lower()}{ch.upper()}]"
+        elif ch == "_" and casing is camel_to_snake:
+            out += "_?"
+        else:
+            out += re.escape(ch)
+    return f"^{out}$"
+
+
+def _enum_json(values, casing) -> dict:
+    if casing is None:
+        return {"enum": list(values)}
+    # the enum keeps editor completion; the patterns accept every case the SDK accepts
+    return {"anyOf": [{"enum": list(values)}, *({"pattern": case_pattern(v, casing)} for v in values)]}
+
+
 def did_you_mean(word: str, choices) -> str | None:
     m = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return m[0] if m else None
@@ -48,8 +84,11 @@ def _whole_number(v):
 
 class Str(Field):
     def __init__(self, doc="", *, enum=None, ci=False, pattern=None, pattern_hint=None, max_len=None,
-                 allow_null=False):
+                 allow_null=False, number_hint=None, casing=None):
         self.doc, self.enum, self.ci, self.max_len, self.allow_null = doc, enum, ci, max_len, allow_null
+        # How the SDK folds an enum value before matching: str.lower (ci=True) or camel_to_snake.
+        self.casing = casing or (str.lower if ci else None)
+        self.number_hint = number_hint  # v -> hint for an unquoted number, when quoting alone is not the fix
         self.pattern = re.compile(pattern) if pattern else None
         self.pattern_hint = pattern_hint
 
@@ -58,12 +97,20 @@ class Str(Field):
             return
         if not isinstance(v, str):
             what = "one of " + ", ".join(self.enum) if self.enum else "a string"
-            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})",
-                    hint=("quote the value" if isinstance(v, (int, float, bool)) else None), code="type")
+            hint = None
+            if isinstance(v, (int, float, bool)):
+                quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
+                if not quoted_ok and self.number_hint and not isinstance(v, bool):
+                    hint = self.number_hint(v)
+                elif quoted_ok:
+                    hint = "quote the value"
+                else:
+                    hint = self.pattern_hint
+            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=hint, code="type")
             return
         if self.enum is not None:
-            cand = v.lower() if self.ci else v
-            allowed = [e.lower() for e in self.enum] if self.ci else list(self.enum)
+            cand = self.casing(v) if self.casing else v
+            allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
             if cand not in allowed:
                 dym = did_you_mean(v, self.enum)
                 c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
@@ -73,14 +120,17 @@ class Str(Field):
             c.error(path, f"is {len(v)} characters long; at most {self.max_len} allowed", code="range")
         if self.pattern and not self.pattern.fullmatch(v):
             what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
-            c.error(path, f"{what} '{v}' is not valid", hint=self.pattern_hint, code="format")
+            hint = self.pattern_hint
+            if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
+                hint = self.number_hint(int(v))
+            c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
 
     def json(self):
-        d = {"type": "string"}
+        d: dict = {"type": ["string", "null"] if self.allow_null else "string"}
         if self.enum:
-            d["enum"] = list(self.enum)
+            d.update(_enum_json(self.enum, self.casing))
         if self.pattern:
-            d["pattern"] = self.pattern.pattern
+            d["pattern"] = anchored(self.pattern.pattern)
         return self._j(d)
 
     def describe(self):
@@ -116,7 +166,8 @@ class Int(Field):
             d["minimum"] = self.min
         if self.max is not None:
             d["maximum"] = self.max
-        return self._j(d)
+        # "2" is accepted too (with a warning), as the SDK accepts it
+        return self._j({"anyOf": [d, {"type": "string", "pattern": r"^\s*[+-]?[0-9]+\s*$"}]})
 
     def describe(self):
         r = "integer"
@@ -242,7 +293,7 @@ class Dict(Field):
     def json(self):
         d = {"type": "object", "additionalProperties": self.values.json()}
         if self.key_pattern:
-            d["propertyNames"] = {"pattern": self.key_pattern.pattern}
+            d["propertyNames"] = {"pattern": anchored(self.key_pattern.pattern)}
         return self._j(d)
 
     def describe(self):
@@ -305,16 +356,17 @@ class Union(Field):
 class Tagged(Field):
     """A mapping whose `type` key picks its shape (distribution, identity, services, inputs)."""
 
-    def __init__(self, variants: dict, doc="", *, key="type", default=None, ci=True, fallback=None):
+    def __init__(self, variants: dict, doc="", *, key="type", default=None, ci=True, fallback=None, casing=None):
         self.variants, self.doc, self.key, self.default, self.ci = variants, doc, key, default, ci
         self.fallback = fallback  # Map for types not in variants (e.g. custom services)
+        self.casing = casing or (str.lower if ci else None)
 
     def variant_name(self, v) -> str | None:
         t = v.get(self.key, self.default)
         if not isinstance(t, str):
             return None
         for name in self.variants:
-            if (name.lower() == t.lower()) if self.ci else name == t:
+            if (self.casing(name) == self.casing(t)) if self.casing else name == t:
                 return name
         return None
 
@@ -340,12 +392,17 @@ class Tagged(Field):
         self.variants[name].check(v, path, c)
 
     def json(self):
+        # anyOf, not oneOf: a mapping without `type` (the default variant) matches several variants.
         alts = []
         for name, m in self.variants.items():
             j = m.json()
-            j.setdefault("properties", {})[self.key] = {"const": name}
+            j.setdefault("properties", {})[self.key] = {"type": "string", **_enum_json([name], self.casing)}
+            if self.default is None:
+                j["required"] = sorted(set(j.get("required", [])) | {self.key})
             alts.append(j)
-        return self._j({"oneOf": alts})
+        if self.fallback is not None:
+            alts.append(self.fallback.json())
+        return self._j({"type": "object", "anyOf": alts})
 
     def describe(self):
         return f"mapping with {self.key}: " + " | ".join(self.variants)

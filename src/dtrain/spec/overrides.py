@@ -6,6 +6,8 @@ import re
 import yaml
 
 from ..errors import UsageError
+from .secrets import looks_secret
+from .yamlload import MAX_DEPTH, TooDeep, load_value
 
 _SEGMENT = re.compile(r"[^.\[\]]+|\[\d+\]")
 
@@ -16,13 +18,19 @@ def parse_path(path: str) -> tuple:
         parts.append(int(seg[1:-1]) if seg.startswith("[") else seg)
     if not parts or "".join(str(p) for p in parts) == "":
         raise UsageError(f"--set '{path}': empty path", hint="write --set resources.instance_count=2")
+    if len(parts) > MAX_DEPTH:
+        raise UsageError(f"--set path is {len(parts)} levels deep; a job spec nests at most {MAX_DEPTH}",
+                         hint="write --set resources.instance_count=2")
     return tuple(parts)
 
 
 def parse_value(text: str):
     """YAML scalars and flow collections: 4 -> int, true -> bool, {a: b} -> mapping, else the string."""
     try:
-        v = yaml.safe_load(text)
+        v = load_value(text)
+    except TooDeep:
+        raise UsageError(f"--set value nests deeper than {MAX_DEPTH} levels",
+                         hint="a job spec needs no deep nesting") from None
     except yaml.YAMLError:
         return text
     return text if v is None and text.strip() not in ("null", "~") else v
@@ -54,7 +62,9 @@ def apply(data: dict, sets: list[str], locations: dict) -> dict:
             node[last] = value
         else:
             raise UsageError(f"--set '{item}': cannot set inside a {type(node).__name__}")
-        label = f"--set {item}"
+        # A diagnostic about this value names it by this label: a secret's value stays out of it.
+        label = f"--set {key.strip()}=***" if any(isinstance(p, str) and looks_secret(p) for p in path) \
+            else f"--set {item}"
         locations[path] = label
         for k in [k for k in locations if k[:len(path)] == path and k != path]:
             locations[k] = label

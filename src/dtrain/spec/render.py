@@ -10,8 +10,9 @@ from .rest import job_body
 
 
 def rest_document(spec: JobSpec, name: str | None = None) -> dict:
-    """The `properties` of PUT .../jobs/{name}: what Azure ML receives (the name goes in the URL)."""
-    return job_body(spec)
+    """The whole body of PUT .../jobs/{name}, `{"properties": {...}}`, as azure-ai-ml's
+    `_to_rest_object()` serialises it (the name goes in the URL, not the body)."""
+    return {"properties": job_body(spec)}
 
 
 def to_yaml(spec: JobSpec, name: str | None = None) -> str:

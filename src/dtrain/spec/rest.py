@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..ignorefile import IgnoreRules
+from .fields import camel_to_snake
 from .model import JobSpec
 
 ANONYMOUS_ENV_NAME = "CliV2AnonymousEnvironment"
@@ -29,6 +30,12 @@ _IDENTITY = {"user_identity": "UserIdentity", "managed": "Managed", "managed_ide
              "aml_token": "AMLToken"}
 _JOB_TIER = {"null": "Null", "spot": "Spot", "basic": "Basic", "standard": "Standard", "premium": "Premium"}
 _PRIORITY = {"low": 1, "medium": 2, "high": 3}
+# What CommandJob._to_rest_object removes from the user's properties bag: set by the service, read-only.
+_READ_ONLY_PROPERTIES = ("_azureml.ComputeTargetType",)
+# resources.properties keys the SDK spells its own way (Properties._KEY_MAPPING, matched case-insensitively):
+# Singularity is sent as AISuperComputer.
+_RESOURCE_PROPERTY_KEYS = {"aisupercomputer": "AISuperComputer", "singularity": "AISuperComputer",
+                           "itp": "itp", "target_selector": "target_selector"}
 
 
 def job_body(spec: JobSpec) -> dict:
@@ -56,7 +63,7 @@ def job_body(spec: JobSpec) -> dict:
     if (d.get("limits") or {}).get("timeout"):
         body["limits"] = {"jobLimitsType": "Command", "timeout": iso_duration(d["limits"]["timeout"])}
     body["outputs"] = {k: _output(v) for k, v in (d.get("outputs") or {}).items()}
-    body["properties"] = dict(d.get("properties") or {})
+    body["properties"] = {k: v for k, v in (d.get("properties") or {}).items() if k not in _READ_ONLY_PROPERTIES}
     if d.get("queue_settings"):
         body["queueSettings"] = _queue(d["queue_settings"])
     res = _resources(d.get("resources"), local=str(d.get("compute", "")).lower() == "local")
@@ -152,7 +159,7 @@ def _output(v) -> dict:
 
 
 def _identity(v: dict) -> dict:
-    kind = str(v["type"]).lower()
+    kind = camel_to_snake(str(v["type"]))
     out = {"identityType": _IDENTITY[kind]}
     for k, rk in (("client_id", "clientId"), ("object_id", "objectId")):
         if v.get(k) is not None:
@@ -175,7 +182,9 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
     r = r or {}
     out: dict = {}
     docker_args = r.get("docker_args")
-    if isinstance(docker_args, list):
+    # The SDK takes its list branch only for a non-empty list: `docker_args: []` is sent as dockerArgs.
+    as_list = isinstance(docker_args, list) and bool(docker_args)
+    if as_list:
         out["dockerArgsList"] = docker_args
     elif docker_args is not None:
         out["dockerArgs"] = docker_args
@@ -186,14 +195,33 @@ def _resources(r: dict | None, *, local: bool) -> dict | None:
     props = dict(r.get("properties") or {})
     if local:
         props["IsLocal"] = {"IsLocal": True}   # the SDK's marker for compute: local
-    out["properties"] = props
+    out["properties"] = _resource_properties(props)
     if r.get("shm_size") is not None:
         out["shmSize"] = r["shm_size"]
-    if r.get("locations") is not None and not isinstance(docker_args, list):
+    if r.get("locations") is not None and not as_list:
         out["locations"] = r["locations"]
-    if r.get("max_instance_count") is not None and not isinstance(docker_args, list):
+    if r.get("max_instance_count") is not None and not as_list:
         out["maxInstanceCount"] = r["max_instance_count"]
     return out
+
+
+def _resource_properties(props: dict) -> dict:
+    """As the SDK's Properties.as_dict: None values dropped at every depth, known keys respelled, then
+    None and empty mappings dropped at every depth (lists included)."""
+    def drop_none(o):
+        return {k: drop_none(v) for k, v in o.items() if v is not None} if isinstance(o, dict) else o
+
+    def drop_empty(o):
+        if isinstance(o, list):
+            return [x for x in map(drop_empty, o) if not (x is None or x == {})]
+        if isinstance(o, dict):
+            return {k: x for k, x in ((k, drop_empty(v)) for k, v in o.items()) if not (x is None or x == {})}
+        return o
+
+    renamed = {}
+    for k, v in drop_none(props).items():
+        renamed[_RESOURCE_PROPERTY_KEYS.get(k.lower(), k) if isinstance(k, str) else k] = v
+    return drop_empty(renamed)
 
 
 def _service(v: dict) -> dict:

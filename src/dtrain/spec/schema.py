@@ -5,7 +5,7 @@ where the SDK's is (StringTransformedEnum lower-cases). Keys Azure renamed are n
 """
 from __future__ import annotations
 
-from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union
+from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union, camel_to_snake
 
 SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 
@@ -46,7 +46,6 @@ def _input(types):
         "mode": Str("How the job sees the data.", enum=modes, ci=True),
         "path_on_compute": Str("Where the data appears on the compute (file: URI)."),
         "datastore": Str("Datastore a local path is uploaded to."),
-        "description": Str(),
     }, "Data or model input.", renamed={
         "data": "the preview `data:` key is now `path:` (azureml:name:version, a datastore URI or a local path)",
         "dataset": "the preview `dataset:` key is now `path:` with `type: uri_folder`, `uri_file` or `mltable`",
@@ -136,7 +135,8 @@ DISTRIBUTION = Tagged({
 RESOURCES = Map({
     "instance_count": Int("Number of nodes.", min=1),
     "instance_type": Str("VM size of each node, e.g. Standard_NC24ads_A100_v4."),
-    "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT),
+    "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT,
+                    number_hint=lambda v: f"a size needs a unit: write {v:g}g (gigabytes), or m, k, b"),
     "docker_args": Union(Str(), List(Str()), doc="Extra docker run arguments."),
     "locations": List(Str(), "Regions the job may run in (serverless)."),
     "max_instance_count": Int("Upper bound of nodes for elastic training.", min=1),
@@ -178,21 +178,25 @@ SERVICES = Dict(Tagged({
     fallback=Map(dict(SERVICE_BASE, type=Str("Service type.")), "A service of another type.")),
     "Interactive services, by name.")
 
+# The SDK folds identity types with camel_to_snake, not lower(): AMLToken (the REST spelling),
+# amlToken and AML_TOKEN are aml_token; UserIdentity is user_identity; ManagedIdentity is managed_identity.
+_ID = dict(casing=camel_to_snake)
+_MANAGED = Map({"type": Str(enum=("managed", "managed_identity"), **_ID), "client_id": Str(),
+                "object_id": Str()}, "Run as a managed identity.")
 IDENTITY = Tagged({
-    "user_identity": Map({"type": Str(enum=("user_identity",), ci=True)}, "Run as the submitting user."),
-    "managed": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                    "object_id": Str()}, "Run as a managed identity."),
-    "managed_identity": Map({"type": Str(enum=("managed", "managed_identity"), ci=True), "client_id": Str(),
-                             "object_id": Str()}, "Run as a managed identity."),
-    "aml_token": Map({"type": Str(enum=("aml_token",), ci=True)}, "Run with the workspace's AML token."),
-}, "Identity the job accesses data with.")
+    "user_identity": Map({"type": Str(enum=("user_identity",), **_ID)}, "Run as the submitting user."),
+    "managed": _MANAGED,
+    "managed_identity": _MANAGED,
+    "aml_token": Map({"type": Str(enum=("aml_token",), **_ID)}, "Run with the workspace's AML token."),
+}, "Identity the job accesses data with (AMLToken, UserIdentity and Managed, the REST spellings, too).", **_ID)
 
 NAME_FIELD = Str("Job name, unique in the workspace; generated when absent.", pattern=JOB_NAME_PATTERN,
                  pattern_hint=JOB_NAME_HINT)
 
 COMMAND_JOB = Map({
     "$schema": Str("JSON Schema URL, for editors."),
-    "type": Str("Job type; only command jobs are dtrain's.", enum=("command",), ci=True),
+    # Case-sensitive, as load_job's job-type lookup is ("Command" is an unsupported job type there).
+    "type": Str("Job type; only command jobs are dtrain's.", enum=("command",)),
     "name": NAME_FIELD,
     "display_name": Str("Name shown in Studio."),
     "experiment_name": Str("Experiment the job is grouped under.", pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,255}",
@@ -233,11 +237,16 @@ COMMAND_JOB = Map({
 })
 
 
+# dtrain's own id: this schema is dtrain's reading of the command job, not Azure's published schema.
+JSON_SCHEMA_ID = "urn:dtrain:schema:command-job"
+
+
 def json_schema() -> dict:
-    s = COMMAND_JOB.json()
-    s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    s["$id"] = SCHEMA_URL
-    s["title"] = "Azure ML command job (as read by dtrain)"
+    """JSON Schema draft-07 (what VS Code's YAML extension reads) of what `dtrain validate` accepts.
+    An editor aid: validate stays the authority (it also checks references, paths and VM sizes)."""
+    s = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": JSON_SCHEMA_ID,
+         "title": "Azure ML command job (as read by dtrain)"}
+    s.update(COMMAND_JOB.json())
     return s
 
 

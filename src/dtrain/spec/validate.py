@@ -17,6 +17,7 @@ from .diagnostics import Collector
 from .fields import did_you_mean
 from .model import JobSpec, is_remote_ref
 from .schema import COMMAND_JOB, ENVIRONMENT
+from .secrets import looks_secret
 from .yamlload import load_text
 
 # Other Azure ML YAML kinds, recognised by `type:` or by `$schema`, to say plainly what they are.
@@ -36,7 +37,6 @@ _SCHEMA_KINDS = {
 _REF = re.compile(r"\$\{\{\s*([A-Za-z_][\w.-]*)\s*\}\}")
 _TORCH_LAUNCHERS = re.compile(r"(^|[\s;&|(])(torchrun|python[\d.]*\s+-m\s+torch\.distributed\.(launch|run))(\s|$)")
 _MPI_LAUNCHERS = re.compile(r"(^|[\s;&|(])(mpirun|mpiexec)(\s|$)")
-_SECRETY = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|CONN(ECTION)?_?STR)", re.I)
 
 
 def load_spec(path: str | os.PathLike, sets: list[str] | None = None) -> tuple[JobSpec, list]:
@@ -270,7 +270,9 @@ def _check_distribution(data: dict, c: Collector) -> None:
 
 def _check_secrets(data: dict, c: Collector) -> None:
     for k, v in _dict(data.get("environment_variables")).items():
-        if isinstance(k, str) and _SECRETY.search(k) and isinstance(v, str) and v and not v.startswith("${{"):
-            c.warning(("environment_variables", k), f"'{k}' looks like a secret written into the spec: "
-                      "it is stored with the job and shown in Studio",
-                      hint="read secrets at run time from Key Vault or a workspace connection", code="secret")
+        if isinstance(k, str) and looks_secret(k) and isinstance(v, str) and v and not v.startswith("${{"):
+            # Named by key only: the value must not reach a terminal or CI log (redact hides the source line).
+            c.warning(("environment_variables", k), f"environment variable '{k}' looks like a secret written "
+                      "into the spec: it is stored with the job and shown in Studio",
+                      hint="read secrets at run time from Key Vault or a workspace connection", code="secret",
+                      redact=True)

@@ -14,10 +14,65 @@ MAX_BYTES = 2 * 1024 * 1024     # a job spec is a few KiB; megabytes means the w
 MAX_DEPTH = 40                   # Azure's deepest structures nest ~6 levels
 MAX_NODES = 200_000              # values built, aliases expanded; bounds alias bombs
 
-try:  # the C loader is 5-10x faster where libyaml is present
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+import yaml.composer
+import yaml.resolver
+from yaml.reader import Reader
+from yaml.scanner import Scanner
+
+try:  # libyaml's parser is 5-10x faster where present (and, unlike its composer, not recursive)
+    from yaml._yaml import CParser
+    _PARSER_BASES: tuple = (CParser,)
+except ImportError:  # pragma: no cover - PyYAML without libyaml
+    from yaml.parser import Parser
+    _PARSER_BASES = (Reader, Scanner, Parser)
+
+
+# libyaml's composer recurses in C once per level and crashes past ~25,000 levels; under this bound on
+# the depth a text can reach it is safe (and 2x faster than composing in Python).
+_C_COMPOSER_SAFE_DEPTH = 2000
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound on the nesting depth of a YAML text, in microseconds: every level opens with a
+    flow bracket, a block-sequence dash, a complex-key '?' or a new, more indented line."""
+    return (text.count("[") + text.count("{") + text.count("-") + text.count("?") + text.count("\n")
+            + text.count("\r") + 1)
+
+
+class TooDeep(yaml.YAMLError):
+    def __init__(self, mark):
+        super().__init__(f"the YAML nests deeper than {MAX_DEPTH} levels")
+        self.mark = mark
+
+
+class _GuardedLoader(*_PARSER_BASES, yaml.composer.Composer, yaml.resolver.Resolver):
+    """Parser events composed into nodes by PyYAML's Python composer, with a depth guard.
+
+    libyaml's own composer recurses once per level in C: 30,000 nested `[` overflow the stack and kill
+    the process before any check on the built value can run. Composing here stops at MAX_DEPTH + 1."""
+
+    def __init__(self, text):
+        if len(_PARSER_BASES) == 1:
+            CParser.__init__(self, text)
+        else:  # pragma: no cover - PyYAML without libyaml
+            Reader.__init__(self, text)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self._depth = 0
+
+    get_single_node = yaml.composer.Composer.get_single_node
+    compose_document = yaml.composer.Composer.compose_document
+
+    def compose_node(self, parent, index):
+        if self._depth > MAX_DEPTH:
+            raise TooDeep(self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return yaml.composer.Composer.compose_node(self, parent, index)
+        finally:
+            self._depth -= 1
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -53,11 +108,17 @@ def load_text(text_or_bytes, diags: Collector):
         diags.error((), "file is empty", hint="start from `dtrain init DIR --template pytorch-ddp`", code="empty")
         return None
     try:
-        loader = _Loader(raw)
+        fast = len(_PARSER_BASES) == 1 and _depth_bound(raw) < _C_COMPOSER_SAFE_DEPTH
+        loader = yaml.CSafeLoader(raw) if fast else _GuardedLoader(raw)
         try:
             node = loader.get_single_node()
         finally:
-            loader.dispose()
+            if hasattr(loader, "dispose"):
+                loader.dispose()
+    except TooDeep as exc:
+        diags.locations[()] = (exc.mark.line + 1, exc.mark.column + 1)
+        diags.error((), str(exc), hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
+        return None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = {(): (mark.line + 1, mark.column + 1)} if mark else {}
@@ -85,6 +146,19 @@ def load_text(text_or_bytes, diags: Collector):
                     code="not-mapping")
         return None
     return Loaded(data, builder.locations)
+
+
+def load_value(text: str):
+    """One YAML value (a --set value), parsed with the same depth guard as a spec. Raises yaml.YAMLError."""
+    loader = _GuardedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        return yaml.SafeLoader("").construct_document(node)
+    finally:
+        if hasattr(loader, "dispose"):
+            loader.dispose()
 
 
 def type_name(v) -> str:
@@ -141,11 +215,35 @@ class _Builder:
                 key = str(key)
             kpath = path + (key,)
             line = key_node.start_mark.line + 1
+            value = self.build(value_node, kpath, depth + 1)
             if key in seen:
-                self.diags.locations[kpath + ("<dup>",)] = (line, key_node.start_mark.column + 1)
-                self.diags.error(kpath + ("<dup>",), f"duplicate key '{key}' (first at line {seen[key]})",
-                                 hint="YAML keeps only the last one; delete one of them", code="duplicate-key")
+                self._duplicate(kpath, key, key_node, seen[key], out[key], value)
             seen[key] = line
             self.locations[kpath] = (line, key_node.start_mark.column + 1)
-            out[key] = self.build(value_node, kpath, depth + 1)
+            out[key] = value
         return out
+
+    def _duplicate(self, kpath, key, key_node, first_line, first, again) -> None:
+        """PyYAML and azure-ai-ml keep the last value silently. The same value twice is harmless
+        (a warning: real Azure ML examples do it); two different values mean one edit is lost."""
+        where = kpath + ("<dup>",)
+        line = key_node.start_mark.line + 1
+        self.diags.locations[where] = (line, key_node.start_mark.column + 1)
+        if first == again:
+            self.diags.warning(where, f"duplicate key '{key}' (first at line {first_line}, same value)",
+                               hint="delete one of them", code="duplicate-key")
+            return
+        self.diags.error(where, f"duplicate key '{key}' with different values: line {first_line} says "
+                         f"{_brief(kpath, first)}, line {line} says {_brief(kpath, again)}",
+                         hint="YAML keeps only the last one; delete the one you do not mean",
+                         code="duplicate-key")
+
+
+def _brief(path, value) -> str:
+    """A short, secret-free rendering of a value for a message."""
+    from .secrets import looks_secret
+
+    if any(isinstance(p, str) and looks_secret(p) for p in path):
+        return "a value (not shown: the key looks like a secret)"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
