@@ -118,6 +118,8 @@ def test_submit_prints_name_and_sends_what_render_shows(emu, project):
     assert validate_job_body(emu.jobs["body-check"]) == [] and emu.violations == []
     rendered = json.loads(dtrain("render", "job.yml", "--format", "rest", "--set", "inputs.epochs=5",
                                  env=env, cwd=project).stdout)
+    if set(rendered) == {"properties"}:                    # the whole PUT body: {"properties": {...}}
+        rendered = rendered["properties"]
     assert {k: v for k, v in sent.items() if k not in RESOLVED} == \
            {k: v for k, v in rendered.items() if k not in RESOLVED}
     assert sent["computeId"] == emu.arm_id("computes", "gpu-cluster")
@@ -155,6 +157,41 @@ def test_same_spec_same_name_follows_the_existing_job_and_a_different_spec_is_a_
     assert other.returncode == 0, other.stderr
     assert len(emu.requests_to(r"/startPendingUpload$")) == uploads
     assert emu.jobs["ci-run-2"]["properties"]["codeId"] == emu.jobs["ci-run-1"]["properties"]["codeId"]
+
+
+def test_same_name_resubmit_against_the_real_service_shapes(emu, project):
+    """The service answers with what it adds (outputs.default, _azureml.* properties, shmSize "2g",
+    Tracking/Studio services, nulls): the same spec under one --name is still the same job, and a
+    changed command under that name is still refused, each time with no PUT."""
+    (project / "out.yml").write_text(JOB_YML + "outputs:\n  model:\n    type: uri_folder\n"
+                                     "  ckpt:\n    type: uri_folder\n    mode: upload\n"
+                                     "limits:\n  timeout: 3600\n")
+    env = emu_env(emu, project)
+    first = dtrain("submit", "out.yml", "--name", "real-1", env=env, cwd=project)
+    assert first.returncode == 0, first.stderr
+    held = emu.jobs["real-1"]["properties"]
+    answer = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{emu.url}{emu.workspace_arm_id}/jobs/real-1?api-version=2024-04-01",
+        headers={"Authorization": "Bearer " + fake_jwt()})).read())["properties"]
+    # the emulator answers as the service does, not with the body sent
+    assert "default" not in held["outputs"] and answer["outputs"]["default"]["uri"] == \
+        "azureml://datastores/workspaceartifactstore/ExperimentRun/dcid.real-1"
+    assert answer["properties"]["_azureml.ClusterName"] == "gpu-cluster" and answer["description"] is None
+
+    again = dtrain("submit", "out.yml", "--name", "real-1", env=env, cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "real-1" and "already exists with this spec" in again.stderr
+    assert len(job_puts(emu, "real-1")) == 1
+
+    (project / "changed.yml").write_text((project / "out.yml").read_text().replace("python train.py",
+                                                                                   "python train2.py"))
+    changed = dtrain("submit", "changed.yml", "--name", "real-1", env=env, cwd=project)
+    assert changed.returncode == 2, changed.stderr
+    assert "different spec (differs in command)" in changed.stderr
+    for change in (["--set", "outputs.ckpt.mode=rw_mount"], ["--set", "resources.instance_count=1"]):
+        r = dtrain("submit", "out.yml", "--name", "real-1", *change, env=env, cwd=project)
+        assert r.returncode == 2, (change, r.stderr)
+    assert len(job_puts(emu, "real-1")) == 1
 
 
 # --- exit codes ------------------------------------------------------------------------------------
@@ -387,7 +424,8 @@ def test_wait_for_many_jobs_lists_once_per_poll(emu, project):
     assert dtrain("submit", "job.yml", "--name", "base", env=env, cwd=project).returncode == 0
     body = emu.jobs["base"]
     names = [f"m{i}" for i in range(12)]
-    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 0.4)
+    # long enough that `dtrain wait` (several seconds to start on a loaded machine) polls more than once
+    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 1.2)
     for n in names:
         req = urllib.request.Request(f"{emu.url}{emu.workspace_arm_id}/jobs/{n}?api-version=2024-04-01",
                                      data=json.dumps(body).encode(), method="PUT",

@@ -239,7 +239,7 @@ class AzureBackend:
 
     def _adopt(self, plan: AzurePlan, existing: dict, ours: bool = False) -> JobInfo:
         props = existing.get("properties") or {}
-        diffs = differences(plan.body, props)
+        diffs = differences(plan.body, props, name=plan.name)
         if diffs:
             raise UsageError(f"an Azure ML job named '{plan.name}' already exists with a different spec "
                              f"(differs in {', '.join(diffs)}); nothing was submitted",
