@@ -315,6 +315,43 @@ def test_submit_survives_throttling_errors_resets_and_slow_answers(emu, project)
         assert all(q.headers.get("range", "").startswith("bytes=") for q in reads)
 
 
+def test_existence_check_failing_says_nothing_was_submitted(emu, project):
+    """Before anything is sent, an unreadable name lookup is not a lost job: exit 5, no PUT."""
+    env = emu_env(emu, project, DTRAIN_AZURE_RETRIES=1, DTRAIN_AZURE_STATUS_ATTEMPTS=2)
+    emu.fail(r"/jobs/[^/]+$", 503, count=None, method="GET")
+    r = dtrain("submit", "job.yml", "--name", "unchecked", env=env, cwd=project)
+    assert r.returncode == 5, r.stderr
+    assert "nothing was submitted" in r.stderr and "keeps running" not in r.stderr and "lost track" not in r.stderr
+    assert job_puts(emu) == [] and emu.jobs == {}
+
+
+def test_refused_retry_of_a_processed_put_follows_the_job(emu, project):
+    """The first PUT is processed and its answer lost; azure-core's retry of it is refused (409). The
+    job exists, so dtrain does not say "nothing was submitted": it follows the job it created."""
+    env = emu_env(emu, project)
+    emu.reset_connection(r"/jobs/[^/]+$", method="PUT", after_processing=True)
+    emu.add_fault(r"/jobs/[^/]+$", method="PUT", status=409, code="UserError",
+                  message="A job with this name already exists.")
+    r = dtrain("submit", "job.yml", "--name", "twice", env=env, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "twice"
+    assert "nothing was submitted" not in r.stderr and "first request was processed" in r.stderr
+    assert [p.status for p in job_puts(emu, "twice")] == [201, 409] and list(emu.jobs) == ["twice"]
+
+
+def test_refused_put_and_unreadable_job_says_it_may_exist(emu, project):
+    """The same, but the job cannot be read afterwards: exit 7, and the message says the job may exist."""
+    env = emu_env(emu, project, DTRAIN_AZURE_RETRIES=1, DTRAIN_AZURE_STATUS_ATTEMPTS=2)
+    emu.reset_connection(r"/jobs/[^/]+$", method="PUT", after_processing=True)
+    emu.add_fault(r"/jobs/[^/]+$", method="PUT", status=409, code="UserError",
+                  message="A job with this name already exists.")
+    emu.fail(r"/jobs/[^/]+$", 503, count=None, method="GET", skip=1)   # the lookup before the PUT passes
+    r = dtrain("submit", "job.yml", "--name", "unsure", env=env, cwd=project)
+    assert r.returncode == 7, r.stderr
+    assert "may have been submitted" in r.stderr and "nothing was submitted" not in r.stderr
+    assert "dtrain status unsure" in r.stderr and list(emu.jobs) == ["unsure"]
+
+
 def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
     old, new = fake_jwt(audience=emu.url + "/", jti="old"), fake_jwt(audience=emu.url + "/", jti="new")
     token_file = tmp_path / "token"
