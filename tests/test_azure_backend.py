@@ -352,6 +352,50 @@ def test_refused_put_and_unreadable_job_says_it_may_exist(emu, project):
     assert "dtrain status unsure" in r.stderr and list(emu.jobs) == ["unsure"]
 
 
+def test_code_upload_refused_by_storage_ends_with_what_to_check(emu, project):
+    """A blob PUT answered 403 (firewall, missing role) used to hang submit forever: now it ends, exit 6,
+    naming the account and what to check, and no job is PUT. The subprocess timeout is the bound."""
+    env = emu_env(emu, project)
+    emu.refuse_uploads(403, "AuthorizationPermissionMismatch")
+    r = dtrain("submit", "job.yml", "--name", "no-upload", env=env, cwd=project, timeout=120)
+    assert r.returncode == 6, r.stderr
+    assert "storage account 'dtrainemustorage' refused the code upload" in r.stderr
+    assert "AuthorizationPermissionMismatch" in r.stderr and "Storage Blob Data Contributor" in r.stderr
+    assert "Networking" in r.stderr and "nothing was submitted" in r.stderr
+    assert "sig=" not in r.stderr and "Traceback" not in r.stderr
+    assert job_puts(emu) == [] and emu.uploaded_files() == {}
+
+
+def test_code_upload_survives_one_dropped_connection(emu, project):
+    env = emu_env(emu, project)
+    drop = emu.reset_uploads(count=1)
+    r = dtrain("submit", "job.yml", "--name", "one-reset", env=env, cwd=project, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert drop.hits == 1 and [Path(n).name for n in emu.uploaded_files()] == ["train.py"]
+    assert [p.status for p in job_puts(emu, "one-reset")] == [201]
+
+
+def test_the_upload_guard_ends_the_sdks_endless_wait(emu, project, monkeypatch):
+    """The safety net on its own: with show_progress=False the SDK itself never returns from a refused
+    upload; guarded() raises the upload's failure once the grace period after it has passed."""
+    from azure.ai.ml import load_job
+    from azure_emulator import make_ml_client
+
+    from dtrain.backends.azure.upload_guard import guarded, is_storage_failure, upload_error
+    from dtrain.errors import ConfigError
+
+    emu.refuse_uploads(403, "AuthorizationFailure", "This request is not authorized to perform this operation.")
+    ml = make_ml_client(emu, show_progress=False)
+    job = load_job(str(project / "job.yml"))
+    with pytest.raises(Exception) as err:
+        guarded(lambda: ml.jobs.create_or_update(job), grace_s=1.0)
+    assert is_storage_failure(err.value)
+    mapped = upload_error(err.value, "j")
+    assert isinstance(mapped, ConfigError) and "'dtrainemustorage'" in mapped.message
+    assert "AuthorizationFailure" in mapped.message and "sig=" not in mapped.message
+    assert job_puts(emu) == []
+
+
 def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
     old, new = fake_jwt(audience=emu.url + "/", jti="old"), fake_jwt(audience=emu.url + "/", jti="new")
     token_file = tmp_path / "token"

@@ -348,6 +348,19 @@ class AzureMLEmulator:
         return self.add_fault(pattern, RESET_AFTER if after_processing else RESET, method=method,
                               count=count, skip=skip)
 
+    def refuse_uploads(self, status: int = 403, code: str = "AuthorizationPermissionMismatch",
+                       message: str = "This request is not authorized to perform this operation using this "
+                                      "permission.", *, count: Optional[int] = None) -> Fault:
+        """Answer blob PUTs (uploads) with a storage error, as a storage firewall
+        (AuthorizationFailure) or a missing Storage Blob Data Contributor role
+        (AuthorizationPermissionMismatch) does; reads (HEAD/GET) still pass."""
+        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", STATUS, method="PUT", count=count, status=status,
+                              code=code, message=message)
+
+    def reset_uploads(self, *, count: Optional[int] = 1, skip: int = 0) -> Fault:
+        """Drop the connection (RST) on blob PUTs before they are stored."""
+        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", RESET, method="PUT", count=count, skip=skip)
+
     def slow(self, pattern: str, seconds: float, *, count: Optional[int] = 1, method: Optional[str] = None) -> Fault:
         """Sleep ``seconds`` before answering normally."""
         return self.add_fault(pattern, SLOW, method=method, count=count, delay=seconds)

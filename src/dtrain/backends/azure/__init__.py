@@ -24,6 +24,7 @@ from ..workspace import resolve
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
 from .plan import AzurePlan, build_plan, differences
+from .upload_guard import guarded, is_storage_failure, upload_error
 
 __all__ = ["AzureBackend", "AzurePlan"]
 
@@ -236,11 +237,13 @@ class AzureBackend:
             job = self._load_job(plan)
             try:
                 with muted_stderr():
-                    created = ml.jobs.create_or_update(job)
+                    created = guarded(lambda: ml.jobs.create_or_update(job))
                 break
             except Exception as exc:
                 if isinstance(exc, DtrainError):
                     raise
+                if is_storage_failure(exc):      # the code upload comes before the job PUT
+                    raise upload_error(exc, name) from exc
                 if not _sent_to_azure(exc):
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 # A request may have been processed with its answer lost, and a retry of it refused

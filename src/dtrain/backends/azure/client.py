@@ -258,7 +258,9 @@ def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     kwargs = dict(endpoint.mlclient_kwargs())
     if endpoint.loopback:
         kwargs["headers_policy"] = _loopback_policy_class()()
-    kwargs.update(show_progress=False, enable_telemetry=False,
+    # show_progress=True is the SDK path that raises a failed code upload instead of waiting forever
+    # for it (upload_guard.py); the progress bar itself is dropped by muted_stderr
+    kwargs.update(show_progress=True, enable_telemetry=False,
                   retry_total=int(_float_env(ENV_RETRY_TOTAL, 5)),
                   retry_backoff_factor=_float_env(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
     return MLClient(credential or make_credential(endpoint), subscription_id=workspace.subscription_id,
