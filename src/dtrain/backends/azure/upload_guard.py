@@ -95,6 +95,19 @@ def guarded(call, grace_s: float = UPLOAD_GRACE_S):
 
 # --- what to say -------------------------------------------------------------------------------------
 
+def _chain(exc):
+    """exc and what it was raised from: the SDK re-raises some storage errors as its own exceptions."""
+    seen = []
+    while exc is not None and exc not in seen and len(seen) < 8:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _with_response(exc):
+    return next((e for e in _chain(exc) if getattr(getattr(e, "response", None), "request", None)), exc)
+
+
 def _storage_url(exc) -> str | None:
     response = getattr(exc, "response", None)
     request = getattr(response, "request", None)
@@ -103,9 +116,9 @@ def _storage_url(exc) -> str | None:
 
 def is_storage_failure(exc) -> bool:
     """A failure of the code upload (marked on its way out of the SDK, or answered by a blob endpoint)."""
-    if getattr(exc, _MARK, False):
+    if any(getattr(e, _MARK, False) for e in _chain(exc)):
         return True
-    url = _storage_url(exc)
+    url = _storage_url(_with_response(exc))
     if not url:
         return False
     parts = urlsplit(url)
@@ -146,8 +159,9 @@ def _reason(exc) -> str:
 
 def upload_error(exc, job: str):
     """The dtrain error for a failed code upload: storage refused it (403/401: exit 6) or failed (5)."""
-    account = storage_account(exc) or "the workspace's storage account"
-    status, code = _status(exc), _error_code(exc)
+    inner = _with_response(exc)
+    account = storage_account(inner) or "the workspace's storage account"
+    status, code = _status(inner), _error_code(inner)
     what = f"HTTP {status}" + (f" {code}" if code and code != "Error" else "") if status else type(exc).__name__
     if status in (401, 403):
         return ConfigError(
