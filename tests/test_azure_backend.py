@@ -158,6 +158,41 @@ def test_same_spec_same_name_follows_the_existing_job_and_a_different_spec_is_a_
     assert emu.jobs["ci-run-2"]["properties"]["codeId"] == emu.jobs["ci-run-1"]["properties"]["codeId"]
 
 
+def test_same_name_resubmit_against_the_real_service_shapes(emu, project):
+    """The service answers with what it adds (outputs.default, _azureml.* properties, shmSize "2g",
+    Tracking/Studio services, nulls): the same spec under one --name is still the same job, and a
+    changed command under that name is still refused, each time with no PUT."""
+    (project / "out.yml").write_text(JOB_YML + "outputs:\n  model:\n    type: uri_folder\n"
+                                     "  ckpt:\n    type: uri_folder\n    mode: upload\n"
+                                     "limits:\n  timeout: 3600\n")
+    env = emu_env(emu, project)
+    first = dtrain("submit", "out.yml", "--name", "real-1", env=env, cwd=project)
+    assert first.returncode == 0, first.stderr
+    held = emu.jobs["real-1"]["properties"]
+    answer = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{emu.url}{emu.workspace_arm_id}/jobs/real-1?api-version=2024-04-01",
+        headers={"Authorization": "Bearer " + fake_jwt()})).read())["properties"]
+    # the emulator answers as the service does, not with the body sent
+    assert "default" not in held["outputs"] and answer["outputs"]["default"]["uri"] == \
+        "azureml://datastores/workspaceartifactstore/ExperimentRun/dcid.real-1"
+    assert answer["properties"]["_azureml.ClusterName"] == "gpu-cluster" and answer["description"] is None
+
+    again = dtrain("submit", "out.yml", "--name", "real-1", env=env, cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "real-1" and "already exists with this spec" in again.stderr
+    assert len(job_puts(emu, "real-1")) == 1
+
+    (project / "changed.yml").write_text((project / "out.yml").read_text().replace("python train.py",
+                                                                                   "python train2.py"))
+    changed = dtrain("submit", "changed.yml", "--name", "real-1", env=env, cwd=project)
+    assert changed.returncode == 2, changed.stderr
+    assert "different spec (differs in command)" in changed.stderr
+    for change in (["--set", "outputs.ckpt.mode=rw_mount"], ["--set", "resources.instance_count=1"]):
+        r = dtrain("submit", "out.yml", "--name", "real-1", *change, env=env, cwd=project)
+        assert r.returncode == 2, (change, r.stderr)
+    assert len(job_puts(emu, "real-1")) == 1
+
+
 # --- exit codes ------------------------------------------------------------------------------------
 
 SCRIPTS = {
@@ -279,6 +314,87 @@ def test_submit_survives_throttling_errors_resets_and_slow_answers(emu, project)
         assert all(q.headers.get("range", "").startswith("bytes=") for q in reads)
 
 
+def test_existence_check_failing_says_nothing_was_submitted(emu, project):
+    """Before anything is sent, an unreadable name lookup is not a lost job: exit 5, no PUT."""
+    env = emu_env(emu, project, DTRAIN_AZURE_RETRIES=1, DTRAIN_AZURE_STATUS_ATTEMPTS=2)
+    emu.fail(r"/jobs/[^/]+$", 503, count=None, method="GET")
+    r = dtrain("submit", "job.yml", "--name", "unchecked", env=env, cwd=project)
+    assert r.returncode == 5, r.stderr
+    assert "nothing was submitted" in r.stderr and "keeps running" not in r.stderr and "lost track" not in r.stderr
+    assert job_puts(emu) == [] and emu.jobs == {}
+
+
+def test_refused_retry_of_a_processed_put_follows_the_job(emu, project):
+    """The first PUT is processed and its answer lost; azure-core's retry of it is refused (409). The
+    job exists, so dtrain does not say "nothing was submitted": it follows the job it created."""
+    env = emu_env(emu, project)
+    emu.reset_connection(r"/jobs/[^/]+$", method="PUT", after_processing=True)
+    emu.add_fault(r"/jobs/[^/]+$", method="PUT", status=409, code="UserError",
+                  message="A job with this name already exists.")
+    r = dtrain("submit", "job.yml", "--name", "twice", env=env, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "twice"
+    assert "nothing was submitted" not in r.stderr and "first request was processed" in r.stderr
+    assert [p.status for p in job_puts(emu, "twice")] == [201, 409] and list(emu.jobs) == ["twice"]
+
+
+def test_refused_put_and_unreadable_job_says_it_may_exist(emu, project):
+    """The same, but the job cannot be read afterwards: exit 7, and the message says the job may exist."""
+    env = emu_env(emu, project, DTRAIN_AZURE_RETRIES=1, DTRAIN_AZURE_STATUS_ATTEMPTS=2)
+    emu.reset_connection(r"/jobs/[^/]+$", method="PUT", after_processing=True)
+    emu.add_fault(r"/jobs/[^/]+$", method="PUT", status=409, code="UserError",
+                  message="A job with this name already exists.")
+    emu.fail(r"/jobs/[^/]+$", 503, count=None, method="GET", skip=1)   # the lookup before the PUT passes
+    r = dtrain("submit", "job.yml", "--name", "unsure", env=env, cwd=project)
+    assert r.returncode == 7, r.stderr
+    assert "may have been submitted" in r.stderr and "nothing was submitted" not in r.stderr
+    assert "dtrain status unsure" in r.stderr and list(emu.jobs) == ["unsure"]
+
+
+def test_code_upload_refused_by_storage_ends_with_what_to_check(emu, project):
+    """A blob PUT answered 403 (firewall, missing role) used to hang submit forever: now it ends, exit 6,
+    naming the account and what to check, and no job is PUT. The subprocess timeout is the bound."""
+    env = emu_env(emu, project)
+    emu.refuse_uploads(403, "AuthorizationPermissionMismatch")
+    r = dtrain("submit", "job.yml", "--name", "no-upload", env=env, cwd=project, timeout=120)
+    assert r.returncode == 6, r.stderr
+    assert "storage account 'dtrainemustorage' refused the code upload" in r.stderr
+    assert "AuthorizationPermissionMismatch" in r.stderr and "Storage Blob Data Contributor" in r.stderr
+    assert "Networking" in r.stderr and "nothing was submitted" in r.stderr
+    assert "sig=" not in r.stderr and "Traceback" not in r.stderr
+    assert job_puts(emu) == [] and emu.uploaded_files() == {}
+
+
+def test_code_upload_survives_one_dropped_connection(emu, project):
+    env = emu_env(emu, project)
+    drop = emu.reset_uploads(count=1)
+    r = dtrain("submit", "job.yml", "--name", "one-reset", env=env, cwd=project, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert drop.hits == 1 and [Path(n).name for n in emu.uploaded_files()] == ["train.py"]
+    assert [p.status for p in job_puts(emu, "one-reset")] == [201]
+
+
+def test_the_upload_guard_ends_the_sdks_endless_wait(emu, project, monkeypatch):
+    """The safety net on its own: with show_progress=False the SDK itself never returns from a refused
+    upload; guarded() raises the upload's failure once the grace period after it has passed."""
+    from azure.ai.ml import load_job
+    from azure_emulator import make_ml_client
+
+    from dtrain.backends.azure.upload_guard import guarded, is_storage_failure, upload_error
+    from dtrain.errors import ConfigError
+
+    emu.refuse_uploads(403, "AuthorizationFailure", "This request is not authorized to perform this operation.")
+    ml = make_ml_client(emu, show_progress=False)
+    job = load_job(str(project / "job.yml"))
+    with pytest.raises(Exception) as err:
+        guarded(lambda: ml.jobs.create_or_update(job), grace_s=1.0)
+    assert is_storage_failure(err.value)
+    mapped = upload_error(err.value, "j")
+    assert isinstance(mapped, ConfigError) and "'dtrainemustorage'" in mapped.message
+    assert "AuthorizationFailure" in mapped.message and "sig=" not in mapped.message
+    assert job_puts(emu) == []
+
+
 def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
     old, new = fake_jwt(audience=emu.url + "/", jti="old"), fake_jwt(audience=emu.url + "/", jti="new")
     token_file = tmp_path / "token"
@@ -388,7 +504,8 @@ def test_wait_for_many_jobs_lists_once_per_poll(emu, project):
     assert dtrain("submit", "job.yml", "--name", "base", env=env, cwd=project).returncode == 0
     body = emu.jobs["base"]
     names = [f"m{i}" for i in range(12)]
-    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 0.4)
+    # long enough that `dtrain wait` (several seconds to start on a loaded machine) polls more than once
+    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], 1.2)
     for n in names:
         req = urllib.request.Request(f"{emu.url}{emu.workspace_arm_id}/jobs/{n}?api-version=2024-04-01",
                                      data=json.dumps(body).encode(), method="PUT",

@@ -8,8 +8,6 @@ import threading
 import time
 from typing import Any, List, Optional, Union
 
-from urllib.parse import urlsplit
-
 from azure.core.credentials import AccessToken, AccessTokenInfo
 from azure.core.pipeline import PipelineRequest
 from azure.core.pipeline.policies import HeadersPolicy
@@ -92,8 +90,13 @@ class AllowHttpOnLoopbackPolicy(HeadersPolicy):
     """
 
     def on_request(self, request: PipelineRequest) -> None:
-        url = urlsplit(request.http_request.url)
-        if url.scheme == "http" and (url.hostname or "") in _LOOPBACK_HOSTS:
+        # read the URL as urllib3 (which makes the connection) does: urllib.parse would take
+        # "http://evil.example.com\\@127.0.0.1" for 127.0.0.1
+        from urllib3.util import parse_url
+
+        raw = request.http_request.url
+        url = parse_url(raw)
+        if url.scheme == "http" and url.auth is None and "\\" not in raw and (url.host or "") in _LOOPBACK_HOSTS:
             request.context["enforce_https"] = False
         super().on_request(request)
 

@@ -26,6 +26,7 @@ from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
+from .shapes import service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
 
 SUBSCRIPTION_ID = "00000000-1111-2222-3333-444444444444"
@@ -173,6 +174,7 @@ class AzureMLEmulator:
         require_bearer: bool = True,
         lro_retry_after: float = 1,
         cancel_seconds: Optional[float] = 0.2,
+        default_output: bool = True,
     ) -> None:
         self.subscription_id = subscription_id
         self.resource_group = resource_group
@@ -185,6 +187,9 @@ class AzureMLEmulator:
         self.require_bearer = require_bearer
         self.lro_retry_after = lro_retry_after
         self.cancel_seconds = cancel_seconds  # None: Canceled on the first read after the request
+        # the service adds outputs.default (the run's artifact folder); jobs.stream then lists logs
+        # through that datastore over https, which a loopback emulator cannot serve: False leaves it out
+        self.default_output = default_output
 
         self.requests: List[RecordedRequest] = []
         self.violations: List[Dict[str, Any]] = []  # rejected job PUTs: {"name", "errors", "body"}
@@ -342,6 +347,19 @@ class AzureMLEmulator:
         effect first (the answer is lost, as when a connection drops mid-response)."""
         return self.add_fault(pattern, RESET_AFTER if after_processing else RESET, method=method,
                               count=count, skip=skip)
+
+    def refuse_uploads(self, status: int = 403, code: str = "AuthorizationPermissionMismatch",
+                       message: str = "This request is not authorized to perform this operation using this "
+                                      "permission.", *, count: Optional[int] = None) -> Fault:
+        """Answer blob PUTs (uploads) with a storage error, as a storage firewall
+        (AuthorizationFailure) or a missing Storage Blob Data Contributor role
+        (AuthorizationPermissionMismatch) does; reads (HEAD/GET) still pass."""
+        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", STATUS, method="PUT", count=count, status=status,
+                              code=code, message=message)
+
+    def reset_uploads(self, *, count: Optional[int] = 1, skip: int = 0) -> Fault:
+        """Drop the connection (RST) on blob PUTs before they are stored."""
+        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", RESET, method="PUT", count=count, skip=skip)
 
     def slow(self, pattern: str, seconds: float, *, count: Optional[int] = 1, method: Optional[str] = None) -> Fault:
         """Sleep ``seconds`` before answering normally."""
@@ -633,11 +651,11 @@ class AzureMLEmulator:
                 state = self._jobs[name]
                 state.body = copy.deepcopy(body)
                 state.puts += 1
-                return _json(200, self._job_resource(state, advance=False))
+                return _json(200, self._job_resource(state, advance=False, put=True))
             script = self._job_scripts.get(name, self._default_script)
             state = JobState(name=name, body=copy.deepcopy(body), created=time.time(), script=script)
             self._jobs[name] = state
-            return _json(201, self._job_resource(state, advance=False))
+            return _json(201, self._job_resource(state, advance=False, put=True))
 
     def _check_job_references(self, props: Dict[str, Any]) -> None:
         """Compute, code and environment ids pointing into this workspace must exist."""
@@ -686,32 +704,26 @@ class AzureMLEmulator:
         statuses = state.script.statuses
         return statuses[min(int(self._position(state, advance)), len(statuses) - 1)]
 
-    def _job_resource(self, state: JobState, advance: bool) -> Dict[str, Any]:
+    def _job_resource(self, state: JobState, advance: bool, put: bool = False) -> Dict[str, Any]:
+        """The job as the real service answers it (shapes.py): server-added fields, nulls, defaults."""
         status = self._status(state, advance)
-        props = copy.deepcopy(state.props)
-        props["status"] = status
-        props.setdefault("experimentName", "Default")
-        props.setdefault("isArchived", False)
-        props.setdefault("properties", {})
-        props["services"] = {
-            "Tracking": {"jobServiceType": "Tracking", "port": None, "status": None, "errorMessage": None,
-                         "properties": None, "nodes": None,
-                         "endpoint": f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{self.workspace_arm_id}"},
-            "Studio": {"jobServiceType": "Studio", "port": None, "status": None, "errorMessage": None,
-                       "properties": None, "nodes": None,
-                       "endpoint": f"{self.url}/studio/runs/{state.name}?wsid={self.workspace_arm_id}"},
-        }
-        if props.get("jobType") == "Command":
-            props.setdefault("parameters", {})
-        created = _now_iso(state.created)
+        ws = self.workspace_arm_id
+        wsid = f"/subscriptions/{self.subscription_id}/resourcegroups/{self.resource_group}/workspaces/{self.workspace}"
+        ended = None
+        if status in TERMINAL_STATUSES:
+            ended = state.cancel_final or time.time()
+        props = service_job_properties(
+            state.name, state.props, status=status, put=put, created=state.created,
+            tracking_uri=f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{ws}?",
+            studio_url=f"{self.url}/studio/runs/{state.name}?wsid={wsid}",
+            default_output=self.default_output, ended=ended)
         return {
             "id": self.arm_id("jobs", state.name),
             "name": state.name,
             "type": f"{_PROVIDER}/workspaces/jobs",
             "properties": props,
-            "systemData": {"createdAt": created, "createdBy": "dtrain emulator", "createdByType": "User",
-                           "lastModifiedAt": created, "lastModifiedBy": "dtrain emulator",
-                           "lastModifiedByType": "User"},
+            "systemData": {"createdAt": _now_iso(state.created), "createdBy": "dtrain emulator",
+                           "createdByType": "User"},
         }
 
     def _list_jobs(self, query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:

@@ -17,13 +17,14 @@ import time
 from datetime import datetime, timezone
 from typing import Iterator
 
-from ...errors import ConfigError, JobNotFound, LostTrack, UsageError
+from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions
 from ..workspace import resolution
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
 from .plan import AzurePlan, build_plan, differences
+from .upload_guard import guarded, is_storage_failure, upload_error
 
 __all__ = ["AzureBackend", "AzurePlan"]
 
@@ -162,8 +163,9 @@ class AzureBackend:
         return azure_errors(what, job=job, workspace=self._ws)
 
     # --- raw reads with retries ------------------------------------------------------------------
-    def _retrying(self, what: str, fn, *, job: str | None = None):
-        """fn() with a few more tries on transient errors (after azure-core's own); LostTrack at the end."""
+    def _retrying(self, what: str, fn, *, job: str | None = None, gave_up=None):
+        """fn() with a few more tries on transient errors (after azure-core's own); at the end LostTrack,
+        or gave_up(reason) where "the job keeps running" is not what is known."""
         delay = 0.5
         last = None
         for attempt in range(max(1, self.status_attempts)):
@@ -176,11 +178,14 @@ class AzureBackend:
                 if attempt + 1 < self.status_attempts:
                     time.sleep(delay)
                     delay = min(delay * 2, 8.0)
-        raise LostTrack(f"lost track of job '{job}': could not {what} after {self.status_attempts} attempts "
-                        f"({type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''})",
+        reason = (f"could not {what} after {self.status_attempts} attempts "
+                  f"({type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''})")
+        if gave_up is not None:
+            raise gave_up(reason)
+        raise LostTrack(f"lost track of job '{job}': {reason}",
                         hint="the job keeps running on Azure; `dtrain status " + (job or "NAME") + "` tries again")
 
-    def _get_raw(self, name: str) -> dict | None:
+    def _get_raw(self, name: str, gave_up=None) -> dict | None:
         """The job resource as REST JSON (properties in camelCase), or None when there is none."""
         from azure.core.exceptions import ResourceNotFoundError
 
@@ -197,7 +202,7 @@ class AzureBackend:
                     raise
                 return None
 
-        return self._retrying("read the job", get, job=name)
+        return self._retrying("read the job", get, job=name, gave_up=gave_up)
 
     def _run_details(self, name: str) -> dict:
         ml = self.ml
@@ -220,7 +225,16 @@ class AzureBackend:
 
     def submit(self, plan: AzurePlan) -> JobInfo:
         self.workspace(submitting=True)
-        existing = self._get_raw(plan.name)
+        name = plan.name
+
+        def unchecked(reason: str) -> BackendError:
+            # nothing has been sent yet: no job, so "lost track" (7) would be wrong
+            return BackendError(f"could not check whether an Azure ML job named '{name}' exists ({reason}); "
+                                "nothing was submitted",
+                                hint="Azure ML is unavailable or throttling; run the same command again (with "
+                                     "the same --name it is safe to repeat)")
+
+        existing = self._get_raw(name, gave_up=unchecked)
         if existing is not None:
             return self._adopt(plan, existing)
         ml = self.ml
@@ -229,23 +243,35 @@ class AzureBackend:
             job = self._load_job(plan)
             try:
                 with muted_stderr():
-                    created = ml.jobs.create_or_update(job)
+                    created = guarded(lambda: ml.jobs.create_or_update(job))
                 break
             except Exception as exc:
-                if not transient(exc) or attempt == 2:
-                    raise translate(exc, what=f"submit job '{plan.name}'", job=plan.name,
-                                    workspace=self._ws) from exc
-                # the PUT may have been processed with its answer lost: look before sending it again
-                existing = self._get_raw(plan.name)
+                if isinstance(exc, DtrainError):
+                    raise
+                if is_storage_failure(exc):      # the code upload comes before the job PUT
+                    raise upload_error(exc, name) from exc
+                if not _sent_to_azure(exc):
+                    raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
+                # A request may have been processed with its answer lost, and a retry of it refused
+                # (azure-core retries a PUT by itself): look before saying what happened or sending again.
+                existing = self._get_raw(name, gave_up=lambda reason: _maybe_submitted(name, exc, reason))
                 if existing is not None:
-                    return self._adopt(plan, existing, ours=True)
+                    info = self._adopt(plan, existing, ours=True)
+                    if not transient(exc):
+                        from ...output import note
+
+                        note(f"Azure ML refused a repeated submit request ({_first_line(exc)}), but job "
+                             f"'{name}' exists with this spec: the first request was processed")
+                    return info
+                if not transient(exc) or attempt == 2:
+                    raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 time.sleep(delay)
                 delay *= 2
         return self._info_from_entity(created)
 
     def _adopt(self, plan: AzurePlan, existing: dict, ours: bool = False) -> JobInfo:
         props = existing.get("properties") or {}
-        diffs = differences(plan.body, props)
+        diffs = differences(plan.body, props, name=plan.name)
         if diffs:
             raise UsageError(f"an Azure ML job named '{plan.name}' already exists with a different spec "
                              f"(differs in {', '.join(diffs)}); nothing was submitted",
@@ -427,6 +453,30 @@ class AzureBackend:
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}))
+
+
+def _first_line(exc) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def _sent_to_azure(exc) -> bool:
+    """The failure came from an HTTP exchange, so the job PUT may have reached the service."""
+    from azure.core.exceptions import AzureError
+
+    try:
+        import requests
+        net = (AzureError, requests.RequestException, ConnectionError, TimeoutError)
+    except ImportError:  # pragma: no cover
+        net = (AzureError, ConnectionError, TimeoutError)
+    return isinstance(exc, net)
+
+
+def _maybe_submitted(name: str, exc, reason: str) -> LostTrack:
+    return LostTrack(f"job '{name}' may have been submitted: the submit request failed ({_first_line(exc)}) and "
+                     f"the job could not be looked up afterwards ({reason})",
+                     hint=f"`dtrain status {name}` shows whether it exists; submitting again with the same "
+                          "--name is safe (an existing job of this spec is followed, not submitted twice)")
 
 
 def _workspace_missing(exc) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-import ipaddress
 import json
 import logging
 import os
@@ -26,9 +25,9 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from ...errors import ConfigError
+from .endpoint_url import UnsafeEndpoint, is_loopback_host, parse_endpoint
 
 ENV_ENDPOINT = "DTRAIN_ARM_ENDPOINT"
 ENV_TOKEN = "DTRAIN_ARM_TOKEN"
@@ -41,18 +40,6 @@ AUTH_HINT = ("sign in with `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID a
              "(service principal), or AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE "
              "(workload identity); GitHub OIDC and Azure Pipelines service connections: see docs/ci.md; "
              "on Azure VMs a managed identity is used")
-
-
-def is_loopback_host(host: str | None) -> bool:
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -88,7 +75,9 @@ class Endpoint:
 def endpoint_from_env(environ=None) -> Endpoint:
     """The endpoint settings, checked: http and static tokens only on loopback (ConfigError otherwise)."""
     env = os.environ if environ is None else environ
-    raw = (env.get(ENV_ENDPOINT) or "").strip()
+    raw = env.get(ENV_ENDPOINT) or ""
+    if not raw.strip():
+        raw = ""
     token = env.get(ENV_TOKEN) or None
     token_file = env.get(ENV_TOKEN_FILE) or None
     if not raw:
@@ -98,11 +87,12 @@ def endpoint_from_env(environ=None) -> Endpoint:
                               "loopback endpoint (an emulator on 127.0.0.1/localhost/::1)",
                               hint=f"unset {which} and use `az login` or the AZURE_* variables; " + AUTH_HINT)
         return Endpoint(PUBLIC_ARM, loopback=False, custom=False)
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{ENV_ENDPOINT}='{raw}' is not an http(s) URL",
-                          hint="write e.g. https://management.usgovcloudapi.net or http://127.0.0.1:8080")
-    loopback = is_loopback_host(parts.hostname)
+    try:
+        parts = parse_endpoint(raw)
+    except UnsafeEndpoint as exc:
+        raise ConfigError(f"{ENV_ENDPOINT} is refused: {exc}",
+                          hint="write e.g. https://management.usgovcloudapi.net or http://127.0.0.1:8080") from None
+    loopback = parts.loopback
     if parts.scheme == "http" and not loopback:
         raise ConfigError(f"{ENV_ENDPOINT}='{raw}' uses plain http to a non-loopback address; bearer tokens "
                           "are only sent over https",
@@ -110,7 +100,7 @@ def endpoint_from_env(environ=None) -> Endpoint:
     if (token or token_file) and not loopback:
         which = ENV_TOKEN if token else ENV_TOKEN_FILE
         raise ConfigError(f"{which} is only accepted with a loopback {ENV_ENDPOINT} (127.0.0.1, localhost, ::1), "
-                          f"not {parts.hostname}",
+                          f"not {parts.host}",
                           hint=f"unset {which}; real endpoints authenticate through azure-identity: " + AUTH_HINT)
     url = raw.rstrip("/")
     return Endpoint(url, loopback=loopback, custom=True, token=token, token_file=token_file)
@@ -238,6 +228,7 @@ def muted_stderr():
 
 def _loopback_policy_class():
     from azure.core.pipeline.policies import HeadersPolicy
+    from urllib3.util import parse_url
 
     class LoopbackHttpPolicy(HeadersPolicy):
         """Lets azure-core's bearer-token policy use plain http, only towards a loopback host.
@@ -247,8 +238,10 @@ def _loopback_policy_class():
         it only on some calls). Any other host keeps https enforced."""
 
         def on_request(self, request):
-            url = urlsplit(request.http_request.url)
-            if url.scheme == "http" and is_loopback_host(url.hostname):
+            # read the URL as urllib3 (the connection) does, not as urllib.parse does
+            url = request.http_request.url
+            parts = parse_url(url)
+            if parts.scheme == "http" and parts.auth is None and "\\" not in url and is_loopback_host(parts.host):
                 request.context["enforce_https"] = False
             super().on_request(request)
 
@@ -269,7 +262,9 @@ def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     kwargs = dict(endpoint.mlclient_kwargs())
     if endpoint.loopback:
         kwargs["headers_policy"] = _loopback_policy_class()()
-    kwargs.update(show_progress=False, enable_telemetry=False,
+    # show_progress=True is the SDK path that raises a failed code upload instead of waiting forever
+    # for it (upload_guard.py); the progress bar itself is dropped by muted_stderr
+    kwargs.update(show_progress=True, enable_telemetry=False,
                   retry_total=int(_float_env(ENV_RETRY_TOTAL, 5)),
                   retry_backoff_factor=_float_env(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
     return MLClient(credential or make_credential(endpoint), subscription_id=workspace.subscription_id,

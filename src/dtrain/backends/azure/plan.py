@@ -123,19 +123,46 @@ def stable_view(body: dict) -> dict:
                      {"type": i.get("jobInputType"), **({"uri": i["uri"]} if _remote(i.get("uri")) else {})})
                  for n, i in (v or {}).items()}
         elif k == "outputs":
-            v = {n: {"type": o.get("jobOutputType")} for n, o in (v or {}).items()}
+            v = {n: {"type": o.get("jobOutputType"), "mode": o.get("mode"),
+                     **({"uri": o["uri"]} if _remote(o.get("uri")) else {})} for n, o in (v or {}).items()}
         out[k] = _norm(v)
     return out
+
+
+# What the service adds to a job it was sent (recorded answers, see docs/azure.md): defaults that
+# stand for "not set" when the spec leaves the field out. Anything else it holds that we did not send
+# is a real difference.
+SERVICE_DEFAULTS = {"resources": {"instanceCount": "1", "shmSize": "2g", "instanceType": None, "dockerArgs": None}}
+ARTIFACT_OUTPUT = "default"
+
+
+def _without_service_additions(name: str | None, ours: dict, theirs: dict) -> dict:
+    """The existing job's body less what the service adds: the run's artifact folder as outputs.default
+    (`azureml://datastores/workspaceartifactstore/ExperimentRun/dcid.NAME`) when we sent no `default`."""
+    outputs = theirs.get("outputs")
+    if isinstance(outputs, dict) and ARTIFACT_OUTPUT in outputs and ARTIFACT_OUTPUT not in (ours.get("outputs") or {}):
+        uri = str((outputs.get(ARTIFACT_OUTPUT) or {}).get("uri") or "")
+        if "/ExperimentRun/dcid." in uri and (name is None or uri.rstrip("/").endswith("/dcid." + name)):
+            theirs = dict(theirs, outputs={k: v for k, v in outputs.items() if k != ARTIFACT_OUTPUT})
+    return theirs
 
 
 def _remote(uri) -> bool:
     return isinstance(uri, str) and (uri.startswith(("azureml:", "https:", "http:", "wasbs:", "abfss:", "adl:")))
 
 
-def differences(ours: dict, theirs: dict) -> list[str]:
-    """Fields where an existing job's body differs from dtrain's. Only what dtrain sets is compared
-    inside mappings (the service adds defaults, e.g. resources.properties or displayName = name)."""
-    a, b = stable_view(ours), stable_view(theirs)
+def _covers(mine, other) -> bool:
+    """`other` holds everything `mine` sets (nested mappings: the service may add keys of its own)."""
+    if isinstance(mine, dict) and isinstance(other, dict):
+        return all(_covers(v, other.get(k)) for k, v in mine.items())
+    return mine == other
+
+
+def differences(ours: dict, theirs: dict, name: str | None = None) -> list[str]:
+    """Fields where an existing job's body differs from dtrain's. Inside mappings only what dtrain sets
+    is compared, plus the fields of SERVICE_DEFAULTS, which must then hold the service's default (the
+    service fills in defaults and nulls, e.g. resources.shmSize "2g", displayName = name)."""
+    a, b = stable_view(ours), stable_view(_without_service_additions(name, ours, theirs))
     diffs = []
     for k in STABLE_FIELDS:
         mine, other = a.get(k), b.get(k)
@@ -152,7 +179,10 @@ def differences(ours: dict, theirs: dict) -> list[str]:
                 diffs.append(k)
                 continue
             for sub, val in mine.items():
-                if other.get(sub) != val:
+                if not _covers(val, other.get(sub)):
+                    diffs.append(f"{k}.{sub}")
+            for sub, default in SERVICE_DEFAULTS.get(k, {}).items():
+                if sub not in mine and other.get(sub) not in (None, default):
                     diffs.append(f"{k}.{sub}")
             continue
         if mine != other:
