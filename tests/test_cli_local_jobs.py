@@ -92,9 +92,11 @@ def test_github_actions_summary_and_annotation(cli, write, env, tmp_path):
     summary = tmp_path / "summary.md"
     env = dict(env, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
     cmd = "'if [ $RANK = 0 ]; then python -c \"raise ValueError(42)\" || exit 5; fi; sleep 30'"
-    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", env=env, timeout=120)
+    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", "--output", "json", env=env, timeout=120)
     assert r.returncode == 1
-    ann = [line for line in r.stdout.splitlines() if line.startswith("::error ")]
+    # stdout is the JSON alone; the annotation goes to stderr (the runner reads both)
+    assert json.loads(r.stdout)["status"] == "Failed"
+    ann = [line for line in r.stderr.splitlines() if line.startswith("::error ")]
     assert len(ann) == 1 and "rank 0" in ann[0] and "ValueError: 42" in ann[0] and "%0A" in ann[0]
     text = summary.read_text()
     assert "| Failed |" in text and "ValueError: 42" in text
@@ -102,10 +104,11 @@ def test_github_actions_summary_and_annotation(cli, write, env, tmp_path):
 
 def test_azure_pipelines_logging_commands(cli, write, env, tmp_path):
     env = dict(env, TF_BUILD="True", AGENT_TEMPDIRECTORY=str(tmp_path))
-    r = cli("submit", spec(write, "exit 1"), "--wait", env=env, timeout=120)
+    r = cli("submit", spec(write, "exit 1"), "--wait", "--output", "json", env=env, timeout=120)
     assert r.returncode == 1
-    assert any(l.startswith("##vso[task.logissue type=error]") for l in r.stdout.splitlines())
-    assert "##vso[task.uploadsummary]" in r.stdout and (tmp_path / "dtrain-summary.md").is_file()
+    assert json.loads(r.stdout)["status"] == "Failed"
+    assert any(l.startswith("##vso[task.logissue type=error]") for l in r.stderr.splitlines())
+    assert "##vso[task.uploadsummary]" in r.stderr and (tmp_path / "dtrain-summary.md").is_file()
 
 
 def test_watch_once_and_jsonl(cli, write, env):
