@@ -170,3 +170,17 @@ def test_ctrl_c_while_waiting_exits_130_and_the_job_keeps_running(cli, write, en
     name = re.search(r"dtrain wait (\S+)`", err).group(1)
     assert json.loads(cli("status", name, "-o", "json", env=env).stdout)["status"] == "Running"
     assert cli("cancel", name, env=env).returncode == 0
+
+
+def test_watch_shows_log_text_verbatim_never_as_markup(cli, write, env):
+    # the last line looks like rich markup: a closing tag, a link, an emoji code, a rank prefix
+    last = "[rank0] saved checkpoint [/mnt/ckpt-100] [link=http://x.io]y[/link] :smile: [b]"
+    p = write("job.yml", JOB.format(command=f"|\n  echo '{last}'", extra="").replace(
+        "process_count_per_instance: 2", "process_count_per_instance: 1"))
+    name = json.loads(cli("submit", p, "--wait", "-o", "json", env=env).stdout)["name"]
+    r = cli("watch", name, "--local", "--once", env=env)
+    assert r.returncode == 0, r.stderr
+    assert last in r.stdout
+    r = cli("watch", name, "--local", "--once", env=dict(env, FORCE_COLOR="1"))
+    assert r.returncode == 0 and "\x1b]8;" not in r.stdout      # no live hyperlink
+    assert "saved checkpoint [/mnt/ckpt-100]" in r.stdout and "[rank0]" in r.stdout

@@ -27,6 +27,7 @@ def _duration(info: JobInfo) -> str:
 
 def _table(infos):
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(box=None, pad_edge=False, header_style="bold")
     widest = max([len(i.name) for i in infos] + [3])
@@ -39,8 +40,10 @@ def _table(infos):
     colors = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
     for i in infos:
         st = i.status + (" (timeout)" if i.timed_out else "")
-        t.add_row(i.name, f"[{colors.get(i.status, 'white')}]{st}[/]", _duration(i),
-                  f"{i.nodes} x {i.processes_per_node}", (getattr(i, "last_line", None) or "").strip())
+        # Every cell is a Text, never a str: rich would read `[rank0]` or `[/mnt/ckpt]` in a log line
+        # (or a tag, or a name) as markup. Log text is shown as it is.
+        t.add_row(Text(i.name), Text(st, style=colors.get(i.status, "white")), Text(_duration(i)),
+                  Text(f"{i.nodes} x {i.processes_per_node}"), Text((i.last_line or "").strip()))
     return t
 
 
@@ -48,7 +51,8 @@ def _console():
     from rich.console import Console
 
     # Piped output has no width: use a wide one rather than truncating names.
-    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
+    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
+                   highlight=False)
 
 
 def _poll(backend, names, experiment, tags):
