@@ -184,3 +184,28 @@ def test_watch_shows_log_text_verbatim_never_as_markup(cli, write, env):
     r = cli("watch", name, "--local", "--once", env=dict(env, FORCE_COLOR="1"))
     assert r.returncode == 0 and "\x1b]8;" not in r.stdout      # no live hyperlink
     assert "saved checkpoint [/mnt/ckpt-100]" in r.stdout and "[rank0]" in r.stdout
+
+
+def _read_one_line_then_close(args, env):
+    """`dtrain ARGS | head -1`: the reader goes away after one line."""
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", *map(str, args)], env=dict(os.environ, NO_COLOR="1", **env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=120)
+    return p.returncode, first, err
+
+
+def test_a_closed_pipe_ends_quietly_with_0(cli, write, env):
+    p = write("job.yml", JOB.format(command="seq 1 200000", extra=""))
+    name = json.loads(cli("submit", p, "--wait", "-o", "json", env=env).stdout)["name"]
+    for args in (["logs", name], ["logs", name, "-o", "jsonl"], ["logs", name, "--follow"]):
+        rc, first, err = _read_one_line_then_close(args, env)
+        assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (args, rc, err)
+    rc, first, err = _read_one_line_then_close(["submit", p, "--wait"], env)
+    assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (rc, err)

@@ -510,8 +510,22 @@ def _click_exceptions():
     return exceptions
 
 
+def _silence_closed_pipes() -> None:
+    """`dtrain logs X | head`: the reader is gone, which is not an error (exit 0, as documented). Point
+    stdout and stderr at /dev/null so the interpreter's final flush does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (e.g. captured in a test)
+            pass
+    os.close(devnull)
+
+
 def main(argv=None) -> int:
     """Entry point and the one error boundary: our errors print one message (and hint) on stderr."""
+    from .output import PipeClosed
+
     click = _click_exceptions()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -553,6 +567,9 @@ def main(argv=None) -> int:
 
         error("interrupted")
         return int(ExitCode.INTERRUPTED)
+    except PipeClosed:
+        _silence_closed_pipes()
+        return int(ExitCode.OK)
     except Exception as exc:  # a dtrain bug: say so, briefly
         if debug:
             raise

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from .backends.base import JobInfo
 from .errors import JobNotFound
-from .output import out_jsonl
+from .output import PipeSafe, out_jsonl
 
 
 def _duration(info: JobInfo) -> str:
@@ -51,7 +51,7 @@ def _console():
     from rich.console import Console
 
     # Piped output has no width: use a wide one rather than truncating names.
-    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
+    return Console(file=PipeSafe(sys.stdout), width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
                    highlight=False)
 
 
