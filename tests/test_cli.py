@@ -109,3 +109,58 @@ def test_set_without_equals_is_usage_error(cli, write):
 def test_unknown_job_without_workspace_exit_2(cli, tmp_path):
     r = cli("status", "no_such_job", env={"DTRAIN_HOME": str(tmp_path / "h")}, cwd=tmp_path)
     assert r.returncode == 2 and "no local job named" in r.stderr
+
+
+def test_flags_that_would_do_nothing_are_usage_errors(cli, write, tmp_path):
+    p = write("job.yml", BASE)
+    env = {"DTRAIN_HOME": str(tmp_path / "h")}
+    cases = [
+        (["submit", p, "--timeout", "5"], "--timeout only applies with --wait"),
+        (["submit", p, "-q"], "--quiet only applies with --wait"),
+        (["submit", p, "--wait", "-q", "-o", "json"], "--quiet does nothing with --output json"),
+        (["submit", p, "--input", "data=."], "--input only applies to local runs"),
+        (["submit", p, "--local", "-w", "ws"], "--workspace name an Azure ML workspace"),
+        (["render", p, "--input", "data=."], "--input only applies with --local"),
+        (["render", p, "--local", "--format", "rest"], "--format does not apply with --local"),
+        (["status", "x", "--local", "-g", "rg"], "--resource-group name an Azure ML workspace"),
+        (["watch", "--local", "--once", "--interval", "1"], "--interval does nothing with --once"),
+        (["watch", "--local", "--interval", "0"], "--interval must be a positive"),
+        (["list", "--local", "--limit", "-3"], "--limit must be a positive number"),
+        (["list", "--local", "--limit", "0"], "--limit must be a positive number"),
+    ]
+    for args, message in cases:
+        r = cli(*args, env=env, cwd=tmp_path)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.stdout == "", args
+    assert not (tmp_path / "h" / "jobs").exists()      # nothing was submitted
+
+
+def test_f_means_follow_only(cli, write):
+    r = cli("render", write("job.yml", BASE), "-f", "rest")
+    assert r.returncode == 2 and "No such option: -f" in r.stderr
+
+
+def test_every_command_takes_json_and_jsonl(cli, write, tmp_path):
+    good = write("a.yml", BASE)
+    env = {"DTRAIN_HOME": str(tmp_path / "h")}
+    one = json.loads(cli("validate", good, "-o", "json").stdout)
+    assert one["valid"] is True
+    lines = cli("validate", good, good, "-o", "jsonl").stdout.splitlines()
+    assert [json.loads(x)["valid"] for x in lines] == [True, True]
+    assert len(json.loads(cli("templates", "-o", "json").stdout)) == len(cli("templates", "-o", "jsonl").stdout.splitlines())
+    assert json.loads(cli("list", "--local", "-o", "json", env=env).stdout) == []
+    r = cli("list", "--local", "-o", "jsonl", env=env)
+    assert r.returncode == 0 and r.stdout == ""
+    r = cli("logs", "x", "-o", "json", env=env)
+    assert r.returncode == 2 and "jsonl" in r.stderr
+
+
+def test_validate_json_reports_a_missing_file_as_invalid(cli, write, tmp_path):
+    good = write("a.yml", BASE)
+    r = cli("validate", good, tmp_path / "missing.yml", "-o", "json")
+    assert r.returncode == 2
+    res = json.loads(r.stdout)
+    assert [x["valid"] for x in res] == [True, False]
+    assert "no such file" in res[1]["diagnostics"][0]["message"]
+    r = cli("validate", tmp_path / "missing.yml", "-o", "json")
+    assert r.returncode == 2 and json.loads(r.stdout)["valid"] is False

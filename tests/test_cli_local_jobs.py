@@ -209,3 +209,61 @@ def test_a_closed_pipe_ends_quietly_with_0(cli, write, env):
         assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (args, rc, err)
     rc, first, err = _read_one_line_then_close(["submit", p, "--wait"], env)
     assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (rc, err)
+
+
+def test_watch_without_names_judges_only_the_jobs_it_saw_end(cli, write, env, tmp_path):
+    old = cli("submit", spec(write, "exit 1"), "--wait", env=env)
+    assert old.returncode == 1
+    # only an old failure: nothing was running when the watch began, so nothing to judge
+    r = cli("watch", "--local", "--interval", "0.2", env=env)
+    assert r.returncode == 0, r.stderr
+    ok_spec = tmp_path / "ok.yml"
+    ok_spec.write_text(JOB.format(command="sleep 2", extra=""))
+    cli("submit", ok_spec, env=env)
+    r = cli("watch", "--local", "--interval", "0.2", "-o", "jsonl", env=env)
+    assert r.returncode == 0, r.stderr                     # the old Failed job does not count
+    bad_spec = tmp_path / "bad.yml"
+    bad_spec.write_text(JOB.format(command="sleep 2; exit 1", extra=""))
+    cli("submit", bad_spec, env=env)
+    r = cli("watch", "--local", "--interval", "0.2", "-o", "json", env=env)
+    assert r.returncode == 1, r.stderr                     # a job that failed while watched does
+    assert len(json.loads(r.stdout)) == 3
+
+
+def test_submit_wait_ends_with_one_summary_line(cli, write, env):
+    r = cli("submit", spec(write, "echo hi"), "--wait", env=env)
+    assert r.returncode == 0, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert re.search(r": Completed in \d+:\d\d, ran \d+:\d\d; 1 node x 2 processes; logs in \S+/user_logs$", last), last
+    name = last.split(":", 1)[0]
+    assert re.search(rf"^{name}: starting 2 processes on 1 node \(\w+\) after \d+ s$", r.stderr, re.M)
+    assert re.search(rf"^{name}: first log line after [\d.]+ s$", r.stderr, re.M)
+    assert "\r" not in r.stderr                            # not a terminal: no in-place updates
+
+
+def test_submit_wait_on_a_terminal_shows_progress_in_place(write, env):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", str(spec(write, "sleep 2.5; echo hi")), "--wait"],
+                         env=dict(os.environ, NO_COLOR="1", **env), stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    text = seen.decode()
+    assert p.returncode == 0 and b"hi" in out
+    assert "starting 2 processes on 1 node" in text and "\r\x1b[K" in text
+    assert re.search(r"\d:0[12]", text)                    # the elapsed time ticks
+    assert re.search(r"first log line after [\d.]+ s", text)
