@@ -164,3 +164,39 @@ def test_validate_json_reports_a_missing_file_as_invalid(cli, write, tmp_path):
     assert "no such file" in res[1]["diagnostics"][0]["message"]
     r = cli("validate", tmp_path / "missing.yml", "-o", "json")
     assert r.returncode == 2 and json.loads(r.stdout)["valid"] is False
+
+
+def _complete(cli, tmp_path, shell, words, home):
+    """Ask dtrain for candidates as the shell's completion script does (typer's _DTRAIN_COMPLETE)."""
+    env = {"_DTRAIN_COMPLETE": f"complete_{shell}", "DTRAIN_HOME": str(home)}
+    if shell == "bash":
+        env.update(COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+    else:
+        env.update(_TYPER_COMPLETE_ARGS=words, _TYPER_COMPLETE_FISH_ACTION="get-args")
+    r = cli(env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_shell_completion_of_commands_flags_templates_and_local_jobs(cli, tmp_path):
+    home = tmp_path / "home"
+    for name in ("train_a1", "train_a2", "eval_b"):
+        (home / "jobs" / name).mkdir(parents=True)
+    assert _complete(cli, tmp_path, "bash", "dtrain st", home).split() == ["status"]
+    assert sorted(_complete(cli, tmp_path, "bash", "dtrain logs train_", home).split()) == ["train_a1", "train_a2"]
+    assert sorted(_complete(cli, tmp_path, "bash", "dtrain wait eval_b train_a", home).split()) == ["train_a1", "train_a2"]
+    assert _complete(cli, tmp_path, "bash", "dtrain cancel e", home).split() == ["eval_b"]
+    assert "--follow" in _complete(cli, tmp_path, "bash", "dtrain logs --f", home).split()
+    assert _complete(cli, tmp_path, "bash", "dtrain init d -t pytorch", home).split() == ["pytorch-ddp"]
+    zsh = _complete(cli, tmp_path, "zsh", "dtrain status train_a", home)
+    assert "train_a1" in zsh and "train_a2" in zsh and "eval_b" not in zsh
+    fish = _complete(cli, tmp_path, "fish", "dtrain init d -t mp", home)
+    assert fish.split()[0] == "mpi"
+    assert _complete(cli, tmp_path, "bash", "dtrain status x", tmp_path / "nowhere").split() == []
+
+
+def test_show_completion_prints_each_shells_script(cli):
+    for shell, marker in (("bash", "complete -o default -F"), ("zsh", "compdef"), ("fish", "complete --command dtrain")):
+        # typer picks the shell from the process tree; its test switch takes it as a value instead
+        r = cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+        assert r.returncode == 0 and "_DTRAIN_COMPLETE" in r.stdout and marker in r.stdout, (shell, r.stdout)

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
+from .completion import local_job_names, template_names
 from .errors import DtrainError, UsageError
 from .exitcodes import HELP_TEXT, ExitCode
 
@@ -19,7 +20,7 @@ app = typer.Typer(
     help="Validate, render and run Azure ML command jobs (PyTorch, TensorFlow, MPI), locally or on "
          "Azure ML.\n\n" + HELP_TEXT,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,     # --install-completion / --show-completion (bash, zsh, fish), typer's protocol
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -186,7 +187,8 @@ def templates(output: str = OutputOpt):
 @app.command()
 def init(
     directory: str = typer.Argument(..., metavar="DIR"),
-    template: str = typer.Option(..., "--template", "-t", help="Template name (see `dtrain templates`)."),
+    template: str = typer.Option(..., "--template", "-t", help="Template name (see `dtrain templates`).",
+                                 autocompletion=template_names),
     instance_type: Optional[str] = typer.Option(None, "--instance-type", help="Azure VM size; processes per "
                                                 "node follow its GPU count."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (resources.instance_count)."),
@@ -257,7 +259,7 @@ def submit(
 
 @app.command()
 def status(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     output: str = OutputOpt,
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     subscription: Optional[str] = SubOpt,
@@ -273,7 +275,7 @@ def status(
 
 @app.command()
 def logs(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends."),
     rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
     output: str = typer.Option("text", "--output", "-o", help="text or jsonl (one object per line)."),
@@ -329,7 +331,7 @@ def list_(
 
 @app.command()
 def cancel(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     output: str = OutputOpt,
     subscription: Optional[str] = SubOpt,
@@ -345,7 +347,7 @@ def cancel(
 
 @app.command("wait")
 def wait_(
-    names: List[str] = typer.Argument(..., metavar="NAME..."),
+    names: List[str] = typer.Argument(..., metavar="NAME...", autocompletion=local_job_names),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4)."),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     output: str = typer.Option("text", "--output", "-o", help="text, json (the jobs at the end) or jsonl "
@@ -364,7 +366,7 @@ def wait_(
 
 @app.command()
 def watch(
-    names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]"),
+    names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]", autocompletion=local_job_names),
     experiment: Optional[str] = ExperimentOpt,
     tag: Optional[List[str]] = TagOpt,
     local: bool = typer.Option(False, "--local", help="Local jobs only."),
