@@ -1,7 +1,7 @@
 """Peak memory (RSS) of whole dtrain processes reading logs, against the log's size.
 
 For each size, one local job writes a log of that size (one rank, 100-byte lines); then, each in its
-own process with stdout to /dev/null, the peak RSS (os.wait4's ru_maxrss for that one child) of:
+own process with stdout to /dev/null, the peak RSS (the child's VmHWM, read until it exits) of:
   - `dtrain submit SPEC --local --wait`  (follows the log while the job writes it)
   - `dtrain logs NAME`                   (reads the finished log)
   - `dtrain logs NAME --follow`          (follows a finished job: drains and exits)
@@ -29,15 +29,36 @@ WRITER = ("import sys; w = sys.stdout.buffer; block = b'x' * 99 + b'\\n'; "
           "[w.write(block * 10000) for _ in range({blocks})]")
 
 
+def _hwm_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def peak_rss_mb(cmd, env) -> tuple[float, int, float]:
-    """(peak RSS in MiB, exit code, seconds) of one child process, measured alone."""
+    """(peak RSS in MiB, exit code, seconds) of one child process, measured alone.
+
+    The peak is the child's own VmHWM (its high-water mark since exec), read until it exits. Not
+    ru_maxrss: Linux carries the pre-exec image into it, so a child of a big parent (the emulator
+    runs in this process) would report the parent's size."""
     t = time.perf_counter()
+    peak = 0.0
     with open(os.devnull, "wb") as devnull:
         p = subprocess.Popen(cmd, env=env, stdout=devnull, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(p.pid, 0)
-    return usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), time.perf_counter() - t
-
-
+        while True:
+            hwm = _hwm_mb(p.pid)
+            if hwm is not None:
+                peak = max(peak, hwm)
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.02)
+    return peak or usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), time.perf_counter() - t
 def local_rows(sizes, env, tmp: Path):
     rows = []
     dtrain = [sys.executable, "-m", "dtrain"]
