@@ -97,7 +97,7 @@ def stream_until_done(backend: Backend, name: str, on_line, timeout: float | Non
     on_tick() (progress while nothing is printed) is called about every tick_s while no line comes.
     The queue between them is bounded: a fast log waits for the printer instead of piling up."""
     deadline = time.monotonic() + timeout if timeout else None
-    q: queue.Queue = queue.Queue(maxsize=10_000)
+    q: queue.Queue = queue.Queue(maxsize=1_000)
     done = object()
 
     def pump():
