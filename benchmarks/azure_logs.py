@@ -5,7 +5,7 @@ Measures, in one run:
   1. bytes fetched from log files per byte of log shown (one job, one log file);
   2. delay from a line being written (emu.append_log) to it being shown;
   3. requests per minute to follow 1, 10 and 50 running jobs: `dtrain watch` (one list call per poll,
-     5 s interval) and `dtrain wait` (a status read per job per poll, capped at 10 s) next to one
+     5 s interval) and `dtrain wait` (one list call per poll for several jobs, capped at 10 s) next to one
      jobs.stream() per job (the SDK has no multi-job follow).
 
     python benchmarks/azure_logs.py [--window 20] [--json]

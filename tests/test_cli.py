@@ -111,3 +111,94 @@ def test_set_without_equals_is_usage_error(cli, write):
 def test_unknown_job_without_workspace_exit_2(cli, tmp_path):
     r = cli("status", "no_such_job", env={"DTRAIN_HOME": str(tmp_path / "h")}, cwd=tmp_path)
     assert r.returncode == 2 and "no local job named" in r.stderr
+
+
+def test_flags_that_would_do_nothing_are_usage_errors(cli, write, tmp_path):
+    p = write("job.yml", BASE)
+    env = {"DTRAIN_HOME": str(tmp_path / "h")}
+    cases = [
+        (["submit", p, "--timeout", "5"], "--timeout only applies with --wait"),
+        (["submit", p, "-q"], "--quiet only applies with --wait"),
+        (["submit", p, "--wait", "-q", "-o", "json"], "--quiet does nothing with --output json"),
+        (["submit", p, "--input", "data=."], "--input only applies to local runs"),
+        (["submit", p, "--local", "-w", "ws"], "--workspace name an Azure ML workspace"),
+        (["render", p, "--input", "data=."], "--input only applies with --local"),
+        (["render", p, "--local", "--format", "rest"], "--format does not apply with --local"),
+        (["status", "x", "--local", "-g", "rg"], "--resource-group name an Azure ML workspace"),
+        (["watch", "--local", "--once", "--interval", "1"], "--interval does nothing with --once"),
+        (["watch", "--local", "--interval", "0"], "--interval must be a positive"),
+        (["list", "--local", "--limit", "-3"], "--limit must be a positive number"),
+        (["list", "--local", "--limit", "0"], "--limit must be a positive number"),
+    ]
+    for args, message in cases:
+        r = cli(*args, env=env, cwd=tmp_path)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.stdout == "", args
+    assert not (tmp_path / "h" / "jobs").exists()      # nothing was submitted
+
+
+def test_f_means_follow_only(cli, write):
+    r = cli("render", write("job.yml", BASE), "-f", "rest")
+    assert r.returncode == 2 and "No such option: -f" in r.stderr
+
+
+def test_every_command_takes_json_and_jsonl(cli, write, tmp_path):
+    good = write("a.yml", BASE)
+    env = {"DTRAIN_HOME": str(tmp_path / "h")}
+    one = json.loads(cli("validate", good, "-o", "json").stdout)
+    assert one["valid"] is True
+    lines = cli("validate", good, good, "-o", "jsonl").stdout.splitlines()
+    assert [json.loads(x)["valid"] for x in lines] == [True, True]
+    assert len(json.loads(cli("templates", "-o", "json").stdout)) == len(cli("templates", "-o", "jsonl").stdout.splitlines())
+    assert json.loads(cli("list", "--local", "-o", "json", env=env).stdout) == []
+    r = cli("list", "--local", "-o", "jsonl", env=env)
+    assert r.returncode == 0 and r.stdout == ""
+    r = cli("logs", "x", "-o", "json", env=env)
+    assert r.returncode == 2 and "jsonl" in r.stderr
+
+
+def test_validate_json_reports_a_missing_file_as_invalid(cli, write, tmp_path):
+    good = write("a.yml", BASE)
+    r = cli("validate", good, tmp_path / "missing.yml", "-o", "json")
+    assert r.returncode == 2
+    res = json.loads(r.stdout)
+    assert [x["valid"] for x in res] == [True, False]
+    assert "no such file" in res[1]["diagnostics"][0]["message"]
+    r = cli("validate", tmp_path / "missing.yml", "-o", "json")
+    assert r.returncode == 2 and json.loads(r.stdout)["valid"] is False
+
+
+def _complete(cli, tmp_path, shell, words, home):
+    """Ask dtrain for candidates as the shell's completion script does (typer's _DTRAIN_COMPLETE)."""
+    env = {"_DTRAIN_COMPLETE": f"complete_{shell}", "DTRAIN_HOME": str(home)}
+    if shell == "bash":
+        env.update(COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+    else:
+        env.update(_TYPER_COMPLETE_ARGS=words, _TYPER_COMPLETE_FISH_ACTION="get-args")
+    r = cli(env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_shell_completion_of_commands_flags_templates_and_local_jobs(cli, tmp_path):
+    home = tmp_path / "home"
+    for name in ("train_a1", "train_a2", "eval_b"):
+        (home / "jobs" / name).mkdir(parents=True)
+    assert _complete(cli, tmp_path, "bash", "dtrain st", home).split() == ["status"]
+    assert sorted(_complete(cli, tmp_path, "bash", "dtrain logs train_", home).split()) == ["train_a1", "train_a2"]
+    assert sorted(_complete(cli, tmp_path, "bash", "dtrain wait eval_b train_a", home).split()) == ["train_a1", "train_a2"]
+    assert _complete(cli, tmp_path, "bash", "dtrain cancel e", home).split() == ["eval_b"]
+    assert "--follow" in _complete(cli, tmp_path, "bash", "dtrain logs --f", home).split()
+    assert _complete(cli, tmp_path, "bash", "dtrain init d -t pytorch", home).split() == ["pytorch-ddp"]
+    zsh = _complete(cli, tmp_path, "zsh", "dtrain status train_a", home)
+    assert "train_a1" in zsh and "train_a2" in zsh and "eval_b" not in zsh
+    fish = _complete(cli, tmp_path, "fish", "dtrain init d -t mp", home)
+    assert fish.split()[0] == "mpi"
+    assert _complete(cli, tmp_path, "bash", "dtrain status x", tmp_path / "nowhere").split() == []
+
+
+def test_show_completion_prints_each_shells_script(cli):
+    for shell, marker in (("bash", "complete -o default -F"), ("zsh", "compdef"), ("fish", "complete --command dtrain")):
+        # typer picks the shell from the process tree; its test switch takes it as a value instead
+        r = cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+        assert r.returncode == 0 and "_DTRAIN_COMPLETE" in r.stdout and marker in r.stdout, (shell, r.stdout)

@@ -92,9 +92,11 @@ def test_github_actions_summary_and_annotation(cli, write, env, tmp_path):
     summary = tmp_path / "summary.md"
     env = dict(env, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
     cmd = "'if [ $RANK = 0 ]; then python -c \"raise ValueError(42)\" || exit 5; fi; sleep 30'"
-    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", env=env, timeout=120)
+    r = cli("submit", spec(write, f"bash -c {cmd}"), "--wait", "--output", "json", env=env, timeout=120)
     assert r.returncode == 1
-    ann = [line for line in r.stdout.splitlines() if line.startswith("::error ")]
+    # stdout is the JSON alone; the annotation goes to stderr (the runner reads both)
+    assert json.loads(r.stdout)["status"] == "Failed"
+    ann = [line for line in r.stderr.splitlines() if line.startswith("::error ")]
     assert len(ann) == 1 and "rank 0" in ann[0] and "ValueError: 42" in ann[0] and "%0A" in ann[0]
     text = summary.read_text()
     assert "| Failed |" in text and "ValueError: 42" in text
@@ -102,10 +104,11 @@ def test_github_actions_summary_and_annotation(cli, write, env, tmp_path):
 
 def test_azure_pipelines_logging_commands(cli, write, env, tmp_path):
     env = dict(env, TF_BUILD="True", AGENT_TEMPDIRECTORY=str(tmp_path))
-    r = cli("submit", spec(write, "exit 1"), "--wait", env=env, timeout=120)
+    r = cli("submit", spec(write, "exit 1"), "--wait", "--output", "json", env=env, timeout=120)
     assert r.returncode == 1
-    assert any(l.startswith("##vso[task.logissue type=error]") for l in r.stdout.splitlines())
-    assert "##vso[task.uploadsummary]" in r.stdout and (tmp_path / "dtrain-summary.md").is_file()
+    assert json.loads(r.stdout)["status"] == "Failed"
+    assert any(l.startswith("##vso[task.logissue type=error]") for l in r.stderr.splitlines())
+    assert "##vso[task.uploadsummary]" in r.stderr and (tmp_path / "dtrain-summary.md").is_file()
 
 
 def test_watch_once_and_jsonl(cli, write, env):
@@ -167,3 +170,100 @@ def test_ctrl_c_while_waiting_exits_130_and_the_job_keeps_running(cli, write, en
     name = re.search(r"dtrain wait (\S+)`", err).group(1)
     assert json.loads(cli("status", name, "-o", "json", env=env).stdout)["status"] == "Running"
     assert cli("cancel", name, env=env).returncode == 0
+
+
+def test_watch_shows_log_text_verbatim_never_as_markup(cli, write, env):
+    # the last line looks like rich markup: a closing tag, a link, an emoji code, a rank prefix
+    last = "[rank0] saved checkpoint [/mnt/ckpt-100] [link=http://x.io]y[/link] :smile: [b]"
+    p = write("job.yml", JOB.format(command=f"|\n  echo '{last}'", extra="").replace(
+        "process_count_per_instance: 2", "process_count_per_instance: 1"))
+    name = json.loads(cli("submit", p, "--wait", "-o", "json", env=env).stdout)["name"]
+    r = cli("watch", name, "--local", "--once", env=env)
+    assert r.returncode == 0, r.stderr
+    assert last in r.stdout
+    r = cli("watch", name, "--local", "--once", env=dict(env, FORCE_COLOR="1"))
+    assert r.returncode == 0 and "\x1b]8;" not in r.stdout      # no live hyperlink
+    assert "saved checkpoint [/mnt/ckpt-100]" in r.stdout and "[rank0]" in r.stdout
+
+
+def _read_one_line_then_close(args, env):
+    """`dtrain ARGS | head -1`: the reader goes away after one line."""
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", *map(str, args)], env=dict(os.environ, NO_COLOR="1", **env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=120)
+    return p.returncode, first, err
+
+
+def test_a_closed_pipe_ends_quietly_with_0(cli, write, env):
+    p = write("job.yml", JOB.format(command="seq 1 200000", extra=""))
+    name = json.loads(cli("submit", p, "--wait", "-o", "json", env=env).stdout)["name"]
+    for args in (["logs", name], ["logs", name, "-o", "jsonl"], ["logs", name, "--follow"]):
+        rc, first, err = _read_one_line_then_close(args, env)
+        assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (args, rc, err)
+    rc, first, err = _read_one_line_then_close(["submit", p, "--wait"], env)
+    assert first and rc == 0 and "Traceback" not in err and "Exception" not in err, (rc, err)
+
+
+def test_watch_without_names_judges_only_the_jobs_it_saw_end(cli, write, env, tmp_path):
+    old = cli("submit", spec(write, "exit 1"), "--wait", env=env)
+    assert old.returncode == 1
+    # only an old failure: nothing was running when the watch began, so nothing to judge
+    r = cli("watch", "--local", "--interval", "0.2", env=env)
+    assert r.returncode == 0, r.stderr
+    ok_spec = tmp_path / "ok.yml"
+    ok_spec.write_text(JOB.format(command="sleep 2", extra=""))
+    cli("submit", ok_spec, env=env)
+    r = cli("watch", "--local", "--interval", "0.2", "-o", "jsonl", env=env)
+    assert r.returncode == 0, r.stderr                     # the old Failed job does not count
+    bad_spec = tmp_path / "bad.yml"
+    bad_spec.write_text(JOB.format(command="sleep 2; exit 1", extra=""))
+    cli("submit", bad_spec, env=env)
+    r = cli("watch", "--local", "--interval", "0.2", "-o", "json", env=env)
+    assert r.returncode == 1, r.stderr                     # a job that failed while watched does
+    assert len(json.loads(r.stdout)) == 3
+
+
+def test_submit_wait_ends_with_one_summary_line(cli, write, env):
+    r = cli("submit", spec(write, "echo hi"), "--wait", env=env)
+    assert r.returncode == 0, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert re.search(r": Completed in \d+:\d\d, ran \d+:\d\d; 1 node x 2 processes; logs in \S+/user_logs$", last), last
+    name = last.split(":", 1)[0]
+    assert re.search(rf"^{name}: starting 2 processes on 1 node \(\w+\) after \d+ s$", r.stderr, re.M)
+    assert re.search(rf"^{name}: first log line after [\d.]+ s$", r.stderr, re.M)
+    assert "\r" not in r.stderr                            # not a terminal: no in-place updates
+
+
+def test_submit_wait_on_a_terminal_shows_progress_in_place(write, env):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", str(spec(write, "sleep 2.5; echo hi")), "--wait"],
+                         env=dict(os.environ, NO_COLOR="1", **env), stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    text = seen.decode()
+    assert p.returncode == 0 and b"hi" in out
+    assert "starting 2 processes on 1 node" in text and "\r\x1b[K" in text
+    assert re.search(r"\d:0[12]", text)                    # the elapsed time ticks
+    assert re.search(r"first log line after [\d.]+ s", text)

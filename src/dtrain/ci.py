@@ -1,5 +1,8 @@
 """CI-native reporting: a GitHub Actions job summary and ::error annotations, or the Azure Pipelines
-logging commands, written when a followed job ends. Nothing happens outside those CI systems."""
+logging commands, written when a followed job ends. Nothing happens outside those CI systems.
+
+Workflow and logging commands go to stderr: both runners read them from either stream, and stdout
+carries only data (names, JSON), so `dtrain submit ... --output json | jq` works in CI too."""
 from __future__ import annotations
 
 import os
@@ -45,8 +48,8 @@ def summary_markdown(infos) -> str:
 
 
 def report(infos, stream=None) -> None:
-    """Write the CI system's summary and annotations for finished jobs."""
-    stream = stream or sys.stdout
+    """Write the CI system's summary and annotations for finished jobs (annotations on stderr)."""
+    stream = stream or sys.stderr
     infos = list(infos)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         path = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
+from .completion import local_job_names, template_names
 from .errors import DtrainError, UsageError
 from .exitcodes import HELP_TEXT, ExitCode
 
@@ -19,7 +20,7 @@ app = typer.Typer(
     help="Validate, render and run Azure ML command jobs (PyTorch, TensorFlow, MPI), locally or on "
          "Azure ML.\n\n" + HELP_TEXT,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,     # --install-completion / --show-completion (bash, zsh, fish), typer's protocol
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -27,7 +28,10 @@ app = typer.Typer(
 
 SetOpt = typer.Option(None, "--set", metavar="PATH=VALUE",
                       help="Override a spec value, as `az ml job create --set` does (repeatable).")
-OutputOpt = typer.Option("text", "--output", "-o", help="text or json.")
+# Every command takes the same --output values (docs/monitoring.md): text, json (one document),
+# jsonl (one compact object per line); `logs` alone streams, so it takes text or jsonl.
+OUTPUTS = ("text", "json", "jsonl")
+OutputOpt = typer.Option("text", "--output", "-o", help="text, json or jsonl.")
 # Azure ML workspace: flags win over DTRAIN_*/AZURE_* variables, which win over config.json.
 SubOpt = typer.Option(None, "--subscription", envvar=None, help="Azure subscription id.")
 RgOpt = typer.Option(None, "--resource-group", "-g", help="Azure resource group.")
@@ -55,10 +59,34 @@ def _check_timeout(timeout) -> None:
         raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
 
 
-def _check_output(value: str, allowed=("text", "json")) -> str:
+def _check_output(value: str, allowed=OUTPUTS, hint: str | None = None) -> str:
     if value not in allowed:
-        raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'")
+        raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'", hint=hint)
     return value
+
+
+def _useless(flag: str, given, why: str) -> None:
+    """A flag that would do nothing in this combination is a usage error, not silently ignored."""
+    if given:
+        raise UsageError(f"{flag} {why}", hint="drop it, or see `dtrain COMMAND --help`")
+
+
+def _local_only(local: bool, subscription, resource_group, workspace) -> None:
+    if local:
+        flags = [f for f, v in (("--subscription", subscription), ("--resource-group", resource_group),
+                                ("--workspace", workspace)) if v]
+        _useless(", ".join(flags), flags, "name an Azure ML workspace, and --local looks only at this machine")
+
+
+def _emit(obj, output: str) -> None:
+    """One document (json) or its items one per line (jsonl; a lone object is one line)."""
+    from .output import out_json, out_jsonl
+
+    if output == "jsonl":
+        for item in (obj if isinstance(obj, list) else [obj]):
+            out_jsonl(item)
+    else:
+        out_json(obj)
 
 
 # --- spec commands ------------------------------------------------------------------------------
@@ -72,7 +100,8 @@ def validate(
 ):
     """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
     from .errors import SpecError
-    from .output import err, out_json, print_diagnostics, summary_line
+    from .output import err, print_diagnostics, summary_line
+    from .spec.diagnostics import Diagnostic
     from .spec.validate import load_spec
 
     # ci (and the backend types it imports) is loaded only inside a CI, to keep validate's start-up lean
@@ -86,6 +115,9 @@ def validate(
             ok = not (strict and any(d.severity == "warning" for d in diags))
         except SpecError as exc:
             diags, ok = exc.diagnostics, False
+        except UsageError as exc:       # a missing or unreadable file: that file is invalid, the rest go on
+            diags = [Diagnostic("error", exc.message, file=path, hint=exc.hint, code="unreadable-file")]
+            ok = False
         failed |= not ok
         if in_ci:  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
             from .ci import annotate_diagnostics
@@ -95,16 +127,17 @@ def validate(
         if output == "text":
             print_diagnostics(diags)
             err(f"{path}: {'ok' if ok else 'invalid'} ({summary_line(diags)})")
-    if output == "json":
-        out_json(results if len(results) > 1 else results[0])
+    if output != "text":
+        _emit(results if len(results) > 1 or output == "jsonl" else results[0], output)
     raise typer.Exit(ExitCode.INVALID if failed else ExitCode.OK)
 
 
 @app.command()
 def render(
     spec: str = typer.Argument(..., metavar="SPEC"),
-    format: str = typer.Option("yaml", "--format", "-f", help="yaml (for az ml job create --file) or rest "
-                               "(the whole JSON body of the job PUT: {\"properties\": {...}})."),
+    format: Optional[str] = typer.Option(None, "--format", help="yaml (the default; for az ml job create "
+                                         "--file) or rest (the whole JSON body of the job PUT: "
+                                         "{\"properties\": {...}})."),
     set_: Optional[List[str]] = SetOpt,
     local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
                                "process with its command and environment."),
@@ -115,8 +148,11 @@ def render(
     """Print exactly what would be submitted. No side effects."""
     from .output import out, out_json
 
-    if format not in ("yaml", "rest"):
+    if format not in (None, "yaml", "rest"):
         raise UsageError(f"--format must be yaml or rest, not '{format}'")
+    _useless("--format", local and format, "does not apply with --local, which prints the local plan as JSON")
+    _useless("--input", input_ and not local, "only applies with --local (a local path for an input)")
+    format = format or "yaml"
     spec_obj = _load(spec, set_)
     if local:
         backend = _get_backend("local")
@@ -147,8 +183,8 @@ def templates(output: str = OutputOpt):
 
     _check_output(output)
     ts = t.all_templates()
-    if output == "json":
-        out_json([x.to_dict() for x in ts])
+    if output != "text":
+        _emit([x.to_dict() for x in ts], output)
         return
     width = max(len(x.name) for x in ts)
     for x in ts:
@@ -159,7 +195,8 @@ def templates(output: str = OutputOpt):
 @app.command()
 def init(
     directory: str = typer.Argument(..., metavar="DIR"),
-    template: str = typer.Option(..., "--template", "-t", help="Template name (see `dtrain templates`)."),
+    template: str = typer.Option(..., "--template", "-t", help="Template name (see `dtrain templates`).",
+                                 autocompletion=template_names),
     instance_type: Optional[str] = typer.Option(None, "--instance-type", help="Azure VM size; processes per "
                                                 "node follow its GPU count."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (resources.instance_count)."),
@@ -202,12 +239,18 @@ def submit(
 ):
     """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome."""
     _workspace_flags(subscription, resource_group, workspace)
-    from .output import note, out, out_json
+    from .output import note, out
 
     _check_output(output)
     _check_timeout(timeout)  # before anything is submitted
+    _useless("--timeout", timeout is not None and not wait, "only applies with --wait")
+    _useless("--quiet", quiet and not wait, "only applies with --wait (without it no log is streamed)")
+    _useless("--quiet", quiet and output == "json", "does nothing with --output json, which streams no log")
+    _local_only(local, subscription, resource_group, workspace)
     spec_obj = _load(spec, set_)
-    backend = _get_backend("local" if (local or spec_obj.is_local_compute) else "azureml")
+    is_local = local or spec_obj.is_local_compute
+    _useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
+    backend = _get_backend("local" if is_local else "azureml")
     plan = backend.plan(spec_obj, _submit_options(name, input_))
     for n in getattr(plan, "notes", ()) or ():
         note(n)
@@ -215,19 +258,19 @@ def submit(
     if wait and output == "text":
         note(info.name + (f": {info.url}" if info.url else ""))
     if not wait:
-        if output == "json":
-            out_json(info.to_dict())
+        if output != "text":
+            _emit(info.to_dict(), output)
         else:
             out(info.name)
             if info.url:
                 note(f"{info.url}")
         return
-    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet)
+    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet, submitted=info)
 
 
 @app.command()
 def status(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     output: str = OutputOpt,
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     subscription: Optional[str] = SubOpt,
@@ -236,17 +279,17 @@ def status(
 ):
     """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
     _workspace_flags(subscription, resource_group, workspace)
-
+    _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
     _print_info(_backend_for(name, local).status(name), output)
 
 
 @app.command()
 def logs(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends."),
     rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
-    output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
+    output: str = typer.Option("text", "--output", "-o", help="text or jsonl (one object per line)."),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
@@ -256,7 +299,9 @@ def logs(
     _workspace_flags(subscription, resource_group, workspace)
     from .output import log_prefix, out, out_jsonl
 
-    _check_output(output, ("text", "jsonl"))
+    _check_output(output, ("text", "jsonl"),
+                  hint="logs stream, so they come as jsonl: one JSON object per line" if output == "json" else None)
+    _local_only(local, subscription, resource_group, workspace)
     backend = _backend_for(name, local)
     for line in backend.logs(name, follow=follow, rank=rank):
         if output == "jsonl":
@@ -278,14 +323,17 @@ def list_(
 ):
     """List jobs, newest first."""
     _workspace_flags(subscription, resource_group, workspace)
-    from .output import out, out_json
+    from .output import out
 
     _check_output(output)
+    if limit < 1:
+        raise UsageError(f"--limit must be a positive number of jobs, not {limit}")
+    _local_only(local, subscription, resource_group, workspace)
     tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _listing_backend(local)
     infos = backend.list(experiment=experiment, tags=tags, limit=limit)
-    if output == "json":
-        out_json([i.to_dict() for i in infos])
+    if output != "text":
+        _emit([i.to_dict() for i in infos], output)
         return
     for i in infos:
         shape = f"{i.nodes}x{i.processes_per_node}"
@@ -298,7 +346,7 @@ def list_(
 
 @app.command()
 def cancel(
-    name: str = typer.Argument(..., metavar="NAME"),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
     output: str = OutputOpt,
     subscription: Optional[str] = SubOpt,
@@ -307,7 +355,7 @@ def cancel(
 ):
     """Cancel a job: every process of it is stopped."""
     _workspace_flags(subscription, resource_group, workspace)
-
+    _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
     _print_info(_backend_for(name, local).cancel(name), output)
 
@@ -344,10 +392,11 @@ def clean(
 
 @app.command("wait")
 def wait_(
-    names: List[str] = typer.Argument(..., metavar="NAME..."),
+    names: List[str] = typer.Argument(..., metavar="NAME...", autocompletion=local_job_names),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4)."),
     local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
-    output: str = typer.Option("text", "--output", "-o", help="text or jsonl."),
+    output: str = typer.Option("text", "--output", "-o", help="text, json (the jobs at the end) or jsonl "
+                               "(a status event per change)."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
@@ -355,44 +404,51 @@ def wait_(
     """Wait for jobs to end; exit with the worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 <
     infrastructure 5 < lost 7)."""
     _workspace_flags(subscription, resource_group, workspace)
-    _check_output(output, ("text", "jsonl"))
+    _check_output(output)
+    _local_only(local, subscription, resource_group, workspace)
     _follow(names, None, output=output, timeout=timeout, stream=False, local=local)
 
 
 @app.command()
 def watch(
-    names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]"),
+    names: Optional[List[str]] = typer.Argument(None, metavar="[NAME...]", autocompletion=local_job_names),
     experiment: Optional[str] = ExperimentOpt,
     tag: Optional[List[str]] = TagOpt,
     local: bool = typer.Option(False, "--local", help="Local jobs only."),
-    interval: float = typer.Option(5.0, "--interval", help="Seconds between polls."),
-    output: str = typer.Option("text", "--output", "-o", help="text (a live table) or jsonl (status events)."),
-    once: bool = typer.Option(False, "--once", help="Print the table once and exit."),
+    interval: Optional[float] = typer.Option(None, "--interval", help="Seconds between polls (default 5)."),
+    output: str = typer.Option("text", "--output", "-o", help="text (a live table), json (the jobs at the end) "
+                               "or jsonl (status events)."),
+    once: bool = typer.Option(False, "--once", help="Print the table once and exit 0."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
 ):
     """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
-    Ends when every watched job has ended; exits like `wait`."""
+    Ends when every watched job has ended. Exits like `wait` over the named jobs; without names, over
+    the jobs that were running when the watch began (0 when none was)."""
     _workspace_flags(subscription, resource_group, workspace)
     from . import follow
     from .watch import watch_jobs
 
-    _check_output(output, ("text", "jsonl"))
+    _check_output(output)
+    _useless("--interval", once and interval is not None, "does nothing with --once, which polls once")
+    if interval is not None and interval <= 0:
+        raise UsageError(f"--interval must be a positive number of seconds, not {interval:g}")
+    _local_only(local, subscription, resource_group, workspace)
     tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _listing_backend(local)
     try:
-        final = watch_jobs(backend, names or None, experiment, tags, interval, output, once)
+        _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once)
     except KeyboardInterrupt:
         from .output import err
 
         err("interrupted; the jobs keep running")
         raise typer.Exit(ExitCode.INTERRUPTED) from None
-    if not once:
+    if judged:
         from . import ci
 
-        ci.report(final)
-    raise typer.Exit(follow.worst(follow.outcome(i) for i in final) if not once else ExitCode.OK)
+        ci.report(judged)
+    raise typer.Exit(follow.worst(follow.outcome(i) for i in judged))
 
 
 @app.command("config")
@@ -530,11 +586,16 @@ def _print_failure(info) -> None:
         err(f"    {line}")
 
 
-def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool = False):
+def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool = False, submitted=None):
+    """Follow jobs to the end and exit by the worst outcome. `submitted` (submit --wait): the JobInfo
+    just submitted, for the start-up progress and the closing summary line."""
+    import time
+
     from . import follow
     from .output import err, log_prefix, note, out, out_jsonl
 
     _check_timeout(timeout)
+    t0 = time.monotonic()
     backends = {n: (backend or _backend_for(n, local)) for n in names}
     shown: dict = {}   # name -> last status printed, so the final status is not printed twice
 
@@ -542,42 +603,64 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool =
         shown[info.name] = info.status
         if output == "jsonl":
             out_jsonl({"event": "status", "job": info.name, "status": info.status})
-        else:
+        elif output == "text":
             err(f"{info.name}: {info.status}")
 
+    progress = None
     try:
         if stream and len(names) == 1:
             n = names[0]
+            if submitted is not None:
+                from .progress import StartProgress
+
+                progress = StartProgress(submitted, backends[n])
 
             def on_line(line):
+                if progress is not None and not progress.done:
+                    progress.first_output()
                 if output == "json":
                     return
-                out(log_prefix(line, 5) + line.text)
+                if output == "jsonl":
+                    out_jsonl({"event": "log", "job": n, "rank": line.rank, "node": line.node, "text": line.text})
+                else:
+                    out(log_prefix(line, 5) + line.text)
 
-            final = {n: follow.stream_until_done(backends[n], n, on_line, timeout)}
+            final = {n: follow.stream_until_done(backends[n], n, on_line, timeout,
+                                                 on_tick=progress.tick if progress else None)}
         else:
             final = follow.wait_all(backends, timeout, on_change if output != "json" else None)
     except follow.WaitTimeout:
+        if progress is not None:
+            progress.finish()
         err(f"timed out after {timeout:g} s waiting; the job{'s keep' if len(names) > 1 else ' keeps'} running")
         note("re-attach with `dtrain wait " + " ".join(names) + "`")
         raise typer.Exit(ExitCode.TIMEOUT) from None
     except KeyboardInterrupt:
+        if progress is not None:
+            progress.finish()
         err(f"interrupted; the job{'s keep' if len(names) > 1 else ' keeps'} running")
         note("re-attach with `dtrain wait " + " ".join(names) + "`, stop "
              + ("them" if len(names) > 1 else "it") + " with `dtrain cancel " + names[0] + "`")
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    if progress is not None:
+        progress.finish()
     from . import ci
 
     ci.report(final.values())
-    for info in final.values():
-        if output == "json":
-            from .output import out_json
-
-            out_json(info.to_dict())
-        elif output == "text" and (shown.get(info.name) != info.status or info.timed_out):
+    infos = list(final.values())
+    if output == "json":
+        _emit(infos[0].to_dict() if submitted is not None else [i.to_dict() for i in infos], "json")
+    for info in infos:
+        if output == "jsonl" and shown.get(info.name) != info.status:
+            out_jsonl({"event": "status", "job": info.name, "status": info.status})
+        elif output == "text" and (info.timed_out or (shown.get(info.name) != info.status and submitted is None)):
             err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
         _print_failure(info)
-    raise typer.Exit(follow.worst(follow.outcome(i) for i in final.values()))
+    if submitted is not None:
+        from .progress import summary_line
+
+        err(summary_line(infos[0], time.monotonic() - t0))
+    raise typer.Exit(follow.worst(follow.outcome(i) for i in infos))
 
 
 def _click_exceptions():
@@ -589,8 +672,22 @@ def _click_exceptions():
     return exceptions
 
 
+def _silence_closed_pipes() -> None:
+    """`dtrain logs X | head`: the reader is gone, which is not an error (exit 0, as documented). Point
+    stdout and stderr at /dev/null so the interpreter's final flush does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (e.g. captured in a test)
+            pass
+    os.close(devnull)
+
+
 def main(argv=None) -> int:
     """Entry point and the one error boundary: our errors print one message (and hint) on stderr."""
+    from .output import PipeClosed
+
     click = _click_exceptions()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -632,6 +729,9 @@ def main(argv=None) -> int:
 
         error("interrupted")
         return int(ExitCode.INTERRUPTED)
+    except PipeClosed:
+        _silence_closed_pipes()
+        return int(ExitCode.OK)
     except Exception as exc:  # a dtrain bug: say so, briefly
         if debug:
             raise

@@ -90,12 +90,14 @@ def _snapshot(backends: dict, names: list) -> dict:
 
 
 def stream_until_done(backend: Backend, name: str, on_line, timeout: float | None = None,
-                      rank: int | None = None) -> JobInfo:
+                      rank: int | None = None, on_tick=None, tick_s: float = 1.0) -> JobInfo:
     """Stream every rank's lines while the job runs, drain what is left, return the final status.
 
-    The log reader runs in a thread so that `timeout` holds even while a job prints nothing."""
+    The log reader runs in a thread so that `timeout` holds even while a job prints nothing, and
+    on_tick() (progress while nothing is printed) is called about every tick_s while no line comes.
+    The queue between them is bounded: a fast log waits for the printer instead of piling up."""
     deadline = time.monotonic() + timeout if timeout else None
-    q: queue.Queue = queue.Queue(maxsize=10_000)
+    q: queue.Queue = queue.Queue(maxsize=1_000)
     done = object()
 
     def pump():
@@ -112,9 +114,12 @@ def stream_until_done(backend: Backend, name: str, on_line, timeout: float | Non
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             raise WaitTimeout({name: backend.status(name)})
+        wait_s = remaining if on_tick is None else (tick_s if remaining is None else min(remaining, tick_s))
         try:
-            item = q.get(timeout=remaining)
+            item = q.get(timeout=wait_s)
         except queue.Empty:
+            if on_tick is not None:
+                on_tick()
             continue
         if item is done:
             break

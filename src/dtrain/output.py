@@ -23,20 +23,54 @@ def paint(text: str, code: str, stream=None) -> str:
     return f"\033[{code}m{text}\033[0m" if color_enabled(stream) else text
 
 
+class PipeClosed(Exception):
+    """The reader of stdout (or stderr) went away: `dtrain logs X | head`. Not an OSError on purpose,
+    so that it passes click's own EPIPE handling (exit 1) and reaches cli.main(), which ends quietly
+    with 0 (docs/exit-codes.md)."""
+
+
+def _write(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise PipeClosed() from None
+
+
+class PipeSafe:
+    """A stream for libraries that write on their own (rich): EPIPE becomes PipeClosed."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        _write(self._stream, text)
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise PipeClosed() from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def err(text: str = "") -> None:
-    print(text, file=sys.stderr, flush=True)
+    _write(sys.stderr, f"{text}\n")
 
 
 def out(text: str = "") -> None:
-    print(text, file=sys.stdout, flush=True)
+    _write(sys.stdout, f"{text}\n")
 
 
 def out_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str), flush=True)
+    _write(sys.stdout, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def out_jsonl(obj) -> None:
-    print(json.dumps(obj, default=str, separators=(",", ":")), flush=True)
+    _write(sys.stdout, json.dumps(obj, default=str, separators=(",", ":")) + "\n")
 
 
 def error(message: str, hint: str | None = None) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from .backends.base import JobInfo
 from .errors import JobNotFound
-from .output import out_jsonl
+from .output import PipeSafe, out_json, out_jsonl
 
 
 def _duration(info: JobInfo) -> str:
@@ -27,6 +27,7 @@ def _duration(info: JobInfo) -> str:
 
 def _table(infos):
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(box=None, pad_edge=False, header_style="bold")
     widest = max([len(i.name) for i in infos] + [3])
@@ -39,8 +40,10 @@ def _table(infos):
     colors = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
     for i in infos:
         st = i.status + (" (timeout)" if i.timed_out else "")
-        t.add_row(i.name, f"[{colors.get(i.status, 'white')}]{st}[/]", _duration(i),
-                  f"{i.nodes} x {i.processes_per_node}", (getattr(i, "last_line", None) or "").strip())
+        # Every cell is a Text, never a str: rich would read `[rank0]` or `[/mnt/ckpt]` in a log line
+        # (or a tag, or a name) as markup. Log text is shown as it is.
+        t.add_row(Text(i.name), Text(st, style=colors.get(i.status, "white")), Text(_duration(i)),
+                  Text(f"{i.nodes} x {i.processes_per_node}"), Text((i.last_line or "").strip()))
     return t
 
 
@@ -48,7 +51,8 @@ def _console():
     from rich.console import Console
 
     # Piped output has no width: use a wide one rather than truncating names.
-    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
+    return Console(file=PipeSafe(sys.stdout), width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
+                   highlight=False)
 
 
 def _poll(backend, names, experiment, tags):
@@ -63,25 +67,29 @@ def _poll(backend, names, experiment, tags):
 
 
 def watch_jobs(backend, names, experiment, tags, interval: float, output: str, once: bool):
+    """Show the jobs until every one has ended (or once). Returns (final infos, judged): the jobs the
+    exit code is about. Named jobs are all judged; without names, only the jobs still active when
+    the watch began, i.e. those seen ending while it ran (a job that ended last week says nothing
+    about this run). Nothing active at the start: nothing judged, exit 0."""
     infos = _poll(backend, names, experiment, tags)
+    judged = set(names) if names else {i.name for i in infos if not i.terminal}
     if once or not infos:
-        if output == "jsonl":
-            for i in infos:
-                out_jsonl({"event": "status", "job": i.name, "status": i.status})
-        else:
-            _console().print(_table(infos))
-        return infos
+        _print_once(infos, output)
+        return infos, []
     seen = {}
-    if output == "jsonl":
+    if output in ("jsonl", "json"):
         while True:
             for i in infos:
-                if seen.get(i.name) != i.status:
+                if output == "jsonl" and seen.get(i.name) != i.status:
                     seen[i.name] = i.status
                     out_jsonl({"event": "status", "job": i.name, "status": i.status, "timed_out": i.timed_out})
             if all(i.terminal for i in infos):
-                return infos
+                break
             time.sleep(interval)
             infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
+        if output == "json":
+            out_json([i.to_dict() for i in infos])
+        return infos, [i for i in infos if i.name in judged]
     from rich.live import Live
 
     console = _console()
@@ -90,4 +98,14 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
             time.sleep(interval)
             infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
             live.update(_table(infos))
-    return infos
+    return infos, [i for i in infos if i.name in judged]
+
+
+def _print_once(infos, output: str) -> None:
+    if output == "jsonl":
+        for i in infos:
+            out_jsonl({"event": "status", "job": i.name, "status": i.status})
+    elif output == "json":
+        out_json([i.to_dict() for i in infos])
+    else:
+        _console().print(_table(infos))

@@ -1070,15 +1070,15 @@ class AzureMLEmulator:
         rng = headers.get("x-ms-range") or headers.get("range")
         status = 200
         if rng:
-            m = re.match(r"bytes=(\d*)-(\d*)$", rng.strip())
-            if not m or (not m.group(1) and not m.group(2)):
-                raise HTTPError(416, "InvalidRange", f"Bad range {rng}")
+            # Only the two documented forms, bytes=START- and bytes=START-END; a suffix range
+            # (bytes=-N) or anything else is a malformed header to the Blob service.
+            m = re.match(r"bytes=(\d+)-(\d*)$", rng.strip())
+            if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+                raise HTTPError(400, "InvalidHeaderValue", "The value for one of the HTTP headers is not in the "
+                                "correct format.", {"x-ms-error-code": "InvalidHeaderValue"})
             size = len(data)
-            if m.group(1):
-                start = int(m.group(1))
-                end = int(m.group(2)) if m.group(2) else size - 1
-            else:  # suffix range
-                start, end = max(0, size - int(m.group(2))), size - 1
+            start = int(m.group(1))
+            end = int(m.group(2)) if m.group(2) else size - 1
             if start >= size:
                 out["Content-Range"] = f"bytes */{size}"
                 raise HTTPError(416, "InvalidRange", "The range specified is invalid for the current size of the resource.",

@@ -2,8 +2,10 @@
 
 Run details (one GET through the SDK's run-history client) give the job's status and a SAS URL per
 log file (user_logs/std_log_process_NN.txt for each rank, user_logs/std_log.txt without a
-distribution). Each file is read with `Range: bytes=<offset>-` from where the last read stopped, so
-no byte is fetched twice. A read that fails (dropped connection, 5xx, expired SAS) leaves the offset
+distribution). Each file is read with `Range: bytes=<offset>-<offset + CHUNK - 1>` (a form the Blob
+service documents) from where the last read stopped, so no byte is fetched twice and no more than
+CHUNK bytes are held at once, whatever the log's size; lines are made one by one as they are
+consumed (backends/lines.py). A read that fails (dropped connection, 5xx, expired SAS) leaves the offset
 where it was and is tried on the next pass: nothing is lost or repeated. A last line without its
 newline is held until the newline arrives, or until the job is terminal. Status is checked BEFORE
 each pass; the pass after the first terminal status drains what is left, then the iterator ends.
@@ -19,10 +21,13 @@ from typing import Callable, Iterator
 
 from ...errors import LostTrack
 from ..base import LogLine, is_terminal
+from ..lines import LineBuffer
 
 _RANK_FILE = re.compile(r"(?:^|/)std_log_process_(\d+)\.txt$")
 _SINGLE_FILE = re.compile(r"(?:^|/)std_log\.txt$")
 TAIL_BYTES = 64 * 1024
+CHUNK = 1024 * 1024         # bytes per ranged GET: what one read holds in memory
+_HEADERS = {"x-ms-version": "2021-08-06"}
 
 
 def rank_of(name: str) -> int | None:
@@ -59,48 +64,71 @@ class Stats:
 
 
 class LogTail:
-    """One log file: the offset read so far, and a partial last line held back."""
+    """One log file: the offset read so far, whether more is known to be there, a partial last line."""
 
-    def __init__(self, name: str, rank: int, node: int | None):
+    def __init__(self, name: str, rank: int, node: int | None, chunk: int = CHUNK):
         self.name, self.rank, self.node = name, rank, node
+        self.chunk = chunk
         self.offset = 0
-        self._buf = b""
+        self.more = False       # the last read stopped before the end of the blob
+        self._lines = LineBuffer()
 
     def fetch(self, session, url: str, stats: Stats | None = None, timeout=(5, 30)) -> bytes:
-        """New bytes since the offset (b"" when none). Raises RangeError/requests errors on failure,
-        leaving the offset untouched."""
-        headers = {"Range": f"bytes={self.offset}-", "x-ms-range": f"bytes={self.offset}-",
-                   "x-ms-version": "2021-08-06"}
-        resp = session.get(url, headers=headers, timeout=timeout)
-        if stats is not None:
-            stats.requests += 1
-            stats.bytes += len(resp.content)
-        if resp.status_code == 416 or resp.status_code == 404:
-            return b""                                  # nothing past the offset (or not created yet)
-        if resp.status_code == 206:
-            start = _range_start(resp.headers.get("Content-Range"))
-            if start is not None and start != self.offset:
-                raise RangeError(f"asked for bytes {self.offset}-, got {resp.headers.get('Content-Range')}")
-            return resp.content
-        if resp.status_code == 200:                     # a server that ignored Range: skip what we have
-            return resp.content[self.offset:]
-        raise RangeError(f"HTTP {resp.status_code} reading {self.name}")
+        """At most `chunk` new bytes from the offset (b"" when none). Raises RangeError/requests errors
+        on failure, leaving the offset untouched."""
+        end = self.offset + self.chunk - 1
+        rng = f"bytes={self.offset}-{end}"
+        resp = session.get(url, headers={"Range": rng, "x-ms-range": rng, **_HEADERS}, timeout=timeout,
+                           stream=True)
+        try:
+            if stats is not None:
+                stats.requests += 1
+            if resp.status_code == 416 or resp.status_code == 404:
+                self.more = False
+                return b""                              # nothing past the offset (or not created yet)
+            if resp.status_code == 206:
+                cr = resp.headers.get("Content-Range")
+                start = _range_start(cr)
+                if start is not None and start != self.offset:
+                    raise RangeError(f"asked for {rng}, got {cr}")
+                data = resp.raw.read(self.chunk + 1, decode_content=True)
+                total = _total_size(cr)
+                self.more = total is not None and self.offset + len(data) < total
+            elif resp.status_code == 200:               # a server that ignored Range: skip what we have
+                data = _slice_stream(resp, self.offset, self.chunk)
+                self.more = len(data) == self.chunk
+            else:
+                raise RangeError(f"HTTP {resp.status_code} reading {self.name}")
+            if stats is not None:
+                stats.bytes += len(data)
+            return data[:self.chunk]
+        finally:
+            resp.close()
 
-    def feed(self, data: bytes, final: bool = False) -> list[LogLine]:
+    def feed(self, data: bytes, final: bool = False) -> Iterator[LogLine]:
+        """The complete lines (with final, all lines) once `data` is added; made as they are consumed."""
         self.offset += len(data)
-        self._buf += data
-        if not self._buf:
-            return []
-        parts = self._buf.split(b"\n")
-        self._buf = parts.pop()
-        if final and self._buf:
-            parts.append(self._buf)
-            self._buf = b""
-        return [LogLine(text=p.decode("utf-8", "replace").rstrip("\r"), rank=self.rank, node=self.node,
-                        source=self.name) for p in parts]
+        return (LogLine(text=t, rank=self.rank, node=self.node, source=self.name)
+                for t in self._lines.feed(data, final=final))
 
-    def flush(self) -> list[LogLine]:
+    def flush(self) -> Iterator[LogLine]:
         return self.feed(b"", final=True)
+
+
+def _slice_stream(resp, offset: int, size: int) -> bytes:
+    """Bytes offset..offset+size of a whole-file answer, read without holding the whole file."""
+    out = bytearray()
+    skip = offset
+    for block in resp.iter_content(64 * 1024):
+        if skip:
+            if len(block) <= skip:
+                skip -= len(block)
+                continue
+            block, skip = block[skip:], 0
+        out += block
+        if len(out) >= size:
+            break
+    return bytes(out[:size])
 
 
 def _range_start(content_range: str | None) -> int | None:
@@ -153,21 +181,25 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
             terminal = is_terminal(status)
             got = False
             read_failed = False
-            for r, (name, url) in sorted(user_logs(files).items()):
-                if rank is not None and r != rank:
-                    continue
-                tail = tails.get(r)
-                if tail is None:
-                    tail = tails[r] = LogTail(name, r, r // max(ppn, 1))
-                try:
-                    data = tail.fetch(session, url, stats)
-                except Exception:                       # keep the offset: next pass resumes there
-                    read_failed = True
-                    continue
-                lines = tail.feed(data, final=terminal and follow)
-                if lines:
-                    got = True
-                    yield from lines
+            pending = [(r, name, url) for r, (name, url) in sorted(user_logs(files).items())
+                       if rank is None or r == rank]
+            while pending:      # a chunk of each file in turn, until each is read to its current end
+                more = []
+                for r, name, url in pending:
+                    tail = tails.get(r)
+                    if tail is None:
+                        tail = tails[r] = LogTail(name, r, r // max(ppn, 1))
+                    try:
+                        data = tail.fetch(session, url, stats)
+                    except Exception:                   # keep the offset: next pass resumes there
+                        read_failed = True
+                        continue
+                    for line in tail.feed(data, final=terminal and follow and not tail.more):
+                        got = True
+                        yield line
+                    if tail.more:
+                        more.append((r, name, url))
+                pending = more
             failures = failures + 1 if read_failed else 0
             if not follow:
                 if not read_failed:
@@ -193,20 +225,52 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
 
 
 def tail_lines(session, url: str, max_bytes: int = TAIL_BYTES) -> list[str]:
-    """The last lines of a log file (one suffix-range GET)."""
+    """The last lines of a log file: its size from a 0-0 range (Content-Range: bytes 0-0/SIZE, or
+    bytes */0 with 416 when empty), then `bytes=START-END` for the last max_bytes. Only range forms
+    the Blob service documents; a suffix range (bytes=-N) is not one of them."""
     try:
-        resp = session.get(url, headers={"Range": f"bytes=-{max_bytes}", "x-ms-range": f"bytes=-{max_bytes}",
-                                         "x-ms-version": "2021-08-06"}, timeout=(5, 30))
+        size = _blob_size(session, url)
+        if not size:
+            return []
+        start = max(0, size - max_bytes)
+        rng = f"bytes={start}-{size - 1}"
+        resp = session.get(url, headers={"Range": rng, "x-ms-range": rng, **_HEADERS}, timeout=(5, 30),
+                           stream=True)
+        try:
+            if resp.status_code == 206:
+                data = resp.raw.read(max_bytes + 1, decode_content=True)[:max_bytes]
+            elif resp.status_code == 200:           # range ignored: keep only the end, chunk by chunk
+                data = b""
+                for block in resp.iter_content(64 * 1024):
+                    data = (data + block)[-max_bytes:]
+            else:
+                return []
+        finally:
+            resp.close()
     except Exception:
         return []
-    if resp.status_code not in (200, 206):
-        return []
-    data = resp.content[-max_bytes:]
     lines = data.decode("utf-8", "replace").splitlines()
-    total = _total_size(resp.headers.get("Content-Range"))
-    if (total or len(resp.content)) > max_bytes and lines:
+    if start > 0 and lines:
         lines = lines[1:]                   # the first line may be cut
     return lines
+
+
+def _blob_size(session, url: str) -> int | None:
+    resp = session.get(url, headers={"Range": "bytes=0-0", "x-ms-range": "bytes=0-0", **_HEADERS},
+                       timeout=(5, 30), stream=True)
+    try:
+        cr = resp.headers.get("Content-Range") or ""
+        if resp.status_code == 206:
+            return _total_size(cr)
+        if resp.status_code == 416:
+            m = re.match(r"bytes \*/(\d+)", cr)
+            return int(m.group(1)) if m else 0
+        if resp.status_code == 200:
+            length = resp.headers.get("Content-Length")
+            return int(length) if length and length.isdigit() else None
+        return None
+    finally:
+        resp.close()
 
 
 def _total_size(content_range: str | None) -> int | None:

@@ -1,9 +1,10 @@
 """Reading a job's logs while other processes write them.
 
-Each file is read incrementally from where the previous read stopped; a last line without its newline
-is held back until the newline arrives or the job is terminal (then it is emitted as it is). With
-follow, the job's status is checked BEFORE each pass: the pass that follows the first terminal status
-drains everything left, so no line is lost or repeated.
+Each file is read incrementally from where the previous read stopped, CHUNK bytes at a time, and its
+lines are handed on one by one (backends/lines.py), so memory stays flat whatever the log's size. A
+last line without its newline is held back until the newline arrives or the job is terminal (then it
+is emitted as it is). With follow, the job's status is checked BEFORE each pass: the pass that
+follows the first terminal status drains every file to its end, so no line is lost or repeated.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..base import LogLine
+from ..lines import LineBuffer
 
 POLL_S = 0.1
+CHUNK = 64 * 1024          # per read: at most this many bytes (and their lines) in memory at once
 
 
 class FileTail:
@@ -21,26 +24,29 @@ class FileTail:
         self.path = Path(path)
         self.rank, self.node, self.source = rank, node, source
         self._f = None
-        self._buf = b""
+        self._lines = LineBuffer()
+        self.at_end = True          # whether the last read reached the end of the file
 
     def read(self, final: bool = False) -> list[LogLine]:
+        """The lines in the next CHUNK bytes. With final, a partial last line is emitted too once the
+        end of the file is reached."""
         if self._f is None:
             try:
                 self._f = open(self.path, "rb")
             except FileNotFoundError:
+                self.at_end = True
                 return []
-        data = self._f.read()
-        if data:
-            self._buf += data
-        if not self._buf:
-            return []
-        parts = self._buf.split(b"\n")
-        self._buf = parts.pop()             # b"" when the data ended with a newline
-        if final and self._buf:
-            parts.append(self._buf)
-            self._buf = b""
-        return [LogLine(text=p.decode("utf-8", "replace").rstrip("\r"), rank=self.rank, node=self.node,
-                        source=self.source) for p in parts]
+        data = self._f.read(CHUNK)
+        self.at_end = len(data) < CHUNK
+        return [LogLine(text=t, rank=self.rank, node=self.node, source=self.source)
+                for t in self._lines.feed(data, final=final and self.at_end)]
+
+    def drain(self, final: bool = False) -> Iterator[LogLine]:
+        """Every line up to the end of the file, a chunk at a time."""
+        while True:
+            yield from self.read(final=final)
+            if self.at_end:
+                return
 
     def close(self):
         if self._f is not None:
@@ -55,16 +61,19 @@ def follow_logs(job_dir: Path, ranks: list[dict], *, follow: bool,
         if not follow:
             terminal = is_terminal()
             for t in tails:
-                yield from t.read(final=terminal)
+                yield from t.drain(final=terminal)
             return
         while True:
             terminal = is_terminal()
             got = False
             for t in tails:
-                lines = t.read(final=terminal)
-                if lines:
+                if terminal:                    # the last pass: everything left, to the end
+                    yield from t.drain(final=True)
+                    continue
+                for line in t.read():           # one chunk per rank per pass keeps ranks interleaved
                     got = True
-                    yield from lines
+                    yield line
+                got = got or not t.at_end
             if terminal:
                 return
             if not got:

@@ -1,0 +1,118 @@
+"""What `submit --wait` says while a job starts (before its first log line), and the line it ends with.
+
+A job takes 20-50 s to print anything (nodes allocated, images pulled, torch imported). On a terminal
+one stderr line is rewritten in place with the phase and the time so far; elsewhere (CI logs) a line
+per change of status, never a line per second. It ends with how long the start took.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+
+from .backends.base import JobInfo
+
+
+def clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def _shape(info: JobInfo) -> str:
+    procs = info.nodes * info.processes_per_node
+    return (f"{procs} process{'es' if procs != 1 else ''} on {info.nodes} node{'s' if info.nodes != 1 else ''}")
+
+
+class StartProgress:
+    """tick() often (it asks the backend for the status at most every `poll_s`); first_output() once."""
+
+    def __init__(self, info: JobInfo, backend, *, stream=None, poll_s: float = 3.0, tty: bool | None = None):
+        self.name, self.backend, self.info = info.name, backend, info
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.poll_s = poll_s
+        self.t0 = time.monotonic()
+        self._polled = self.t0
+        self._status = None
+        self._drawn = False
+        self.done = False
+        self._change(info.status)
+
+    def _phase(self) -> str:
+        st = self._status
+        if self.info.backend == "local" and st in ("Queued", "NotStarted", "Starting", "Running"):
+            return f"starting {_shape(self.info)} ({st})"
+        if st == "Running":
+            return f"{st}: waiting for the first log line"
+        return st or "submitted"
+
+    def _write(self, text: str) -> None:
+        from .output import _write
+
+        _write(self.stream, text)
+
+    def _draw(self) -> None:
+        if self.tty:
+            self._write(f"\r\033[K{self.name}: {self._phase()}  {clock(time.monotonic() - self.t0)}")
+            self._drawn = True
+
+    def _change(self, status: str) -> None:
+        if status == self._status:
+            return
+        self._status = status
+        if self.tty:
+            self._draw()
+        else:
+            self._write(f"{self.name}: {self._phase()} after {time.monotonic() - self.t0:.0f} s\n")
+
+    def tick(self) -> None:
+        if self.done:
+            return
+        now = time.monotonic()
+        if now - self._polled >= self.poll_s:
+            self._polled = now
+            try:
+                info = self.backend.status(self.name)
+            except Exception:  # noqa: BLE001 - a progress line is not worth failing the follow for
+                info = None
+            if info is not None:
+                self.info = info
+                self._change(info.status)
+        self._draw()
+
+    def first_output(self, why: str = "first log line") -> None:
+        """Stop: print how long the start took (once)."""
+        if self.done:
+            return
+        self.done = True
+        took = time.monotonic() - self.t0
+        prefix = "\r\033[K" if self._drawn else ""
+        self._write(f"{prefix}{self.name}: {why} after {took:.1f} s\n")
+
+
+    def finish(self) -> None:
+        """The job ended before any output: clear the in-place line."""
+        if not self.done and self._drawn:
+            self._write("\r\033[K")
+        self.done = True
+
+
+def summary_line(info: JobInfo, wall_s: float) -> str:
+    """`submit --wait`'s last line: outcome, wall time, shape, and where the logs are."""
+    status = info.status + (" (timed out)" if info.timed_out else "")
+    ran = ""
+    try:
+        if info.started and info.ended:
+            secs = (datetime.fromisoformat(info.ended.replace("Z", "+00:00"))
+                    - datetime.fromisoformat(info.started.replace("Z", "+00:00"))).total_seconds()
+            ran = f", ran {clock(max(secs, 0))}"
+    except ValueError:
+        pass
+    if info.backend == "local" and info.url:
+        where = f"logs in {info.url.rstrip('/')}/user_logs"
+    elif info.url:
+        where = f"logs in Azure ML studio: {info.url}"
+    else:
+        where = f"logs: dtrain logs {info.name}"
+    return (f"{info.name}: {status} in {clock(wall_s)}{ran}; {info.nodes} node{'s' if info.nodes != 1 else ''}"
+            f" x {info.processes_per_node} process{'es' if info.processes_per_node != 1 else ''}; {where}")
