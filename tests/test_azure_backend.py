@@ -218,9 +218,11 @@ def test_submit_wait_exit_codes_and_every_line_once(emu, project):
 
     # the failing job's rank 1 prints a traceback before the end
     def traceback_writer():
-        while "failed" not in emu.jobs:
-            time.sleep(0.05)
-        while emu.job_status("failed") not in ("Running",):
+        # bounded: if the job never arrives (a refused PUT), the pool below must still be able to exit
+        deadline = time.monotonic() + 60
+        while "failed" not in emu.jobs or emu.job_status("failed") != "Running":
+            if time.monotonic() > deadline:
+                raise AssertionError("job 'failed' never reached Running in the emulator")
             time.sleep(0.05)
         emu.append_log("failed", "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                                  "RuntimeError: CUDA out of memory\n", rank=1)

@@ -12,12 +12,21 @@ rule stays visible.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from typing import Any, Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
+# The Quickstart install (dtrain[torch]) has no TensorFlow: say what to add, in one line, before
+# anything else is imported (numpy arrives with TensorFlow too).
+TF_MISSING = ("TensorFlow is not installed; add it with pip install 'dtrain[tensorflow]' "
+              "(tensorflow-cpu), or put tensorflow in the job's environment")
+if importlib.util.find_spec("tensorflow") is None:
+    print(f"{os.path.basename(sys.argv[0] or 'tf_common.py')}: {TF_MISSING}", file=sys.stderr, flush=True)
+    sys.exit(2)
 
 import numpy as np  # noqa: E402
 

@@ -51,8 +51,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tf_common  # noqa: E402  (first: exits 2 naming what to add when TensorFlow is missing)
 import common  # noqa: E402
-import tf_common  # noqa: E402  (sets TF_CPP_MIN_LOG_LEVEL before TF is imported)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -9,13 +9,21 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
 
-_ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES_DIR = _ROOT / "job_templates"
-SCRIPTS_DIR = _ROOT / "training_scripts"
+
+def _data_dir(name: str) -> Path:
+    """job_templates/ or training_scripts/: package data in an installed wheel (dtrain/<name>),
+    else the folder at the top of the source checkout (editable installs, PYTHONPATH=src)."""
+    packaged = Path(str(resources.files("dtrain") / name))
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / name
+
+
+TEMPLATES_DIR = _data_dir("job_templates")
+SCRIPTS_DIR = _data_dir("training_scripts")
 _HEADER = re.compile(r"#\s*dtrain-template:\s*(.+)")
 _SCRIPT = re.compile(r"python[\d.]*\s+(?:-u\s+)?([\w./-]+\.py)")
 _LOCAL_IMPORT = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
@@ -65,7 +73,7 @@ def _load(path: Path) -> Template:
 def all_templates() -> list[Template]:
     if not TEMPLATES_DIR.is_dir():
         raise UsageError(f"templates not found at {TEMPLATES_DIR}",
-                         hint="install dtrain from its source checkout (pip install -e .)")
+                         hint="reinstall dtrain (pip install dtrain, or pip install -e . in a checkout)")
     return [_load(p) for p in sorted(TEMPLATES_DIR.glob("*.yml"))]
 
 

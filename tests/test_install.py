@@ -1,0 +1,165 @@
+"""dtrain installed as users install it, each time into a fresh virtual environment.
+
+* the README's Quickstart block, read from README.md and run as written, in a copy of this checkout;
+* the wheel, installed outside the source tree: templates, init, and the scaffold run locally;
+* the lowest versions the declared ranges allow (uv's lowest-direct resolution), under the offline
+  and emulator tests.
+
+Minutes each (marked slow and install). Installs come from the index and find-links the machine's pip
+is configured with (on CI a local CPU torch wheel), so nothing here names a package source.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.install, pytest.mark.timeout(1500)]
+
+# what a clean clone holds; build outputs and environments of this checkout stay behind
+_NOT_IN_A_CLONE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__",
+                                         ".pytest_cache", ".dtrain")
+
+
+def readme_block(section: str) -> str:
+    """The one ```sh block under `## <section>` in README.md."""
+    text = (ROOT / "README.md").read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, f"README's {section} must hold exactly one sh block"
+    return blocks[0].strip()
+
+
+def clone(tmp_path: Path) -> Path:
+    dest = tmp_path / "dtrain"
+    shutil.copytree(ROOT, dest, ignore=_NOT_IN_A_CLONE, symlinks=True)
+    return dest
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict:
+    """This process's environment without the interpreter running the tests: a fresh shell's PATH,
+    no PYTHONPATH, no virtual environment; jobs keep their state under tmp_path."""
+    here = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith(("DTRAIN_", "PYTEST"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != here)
+    env.update(DTRAIN_HOME=str(tmp_path / "dtrain-home"), NO_COLOR="1", PIP_PROGRESS_BAR="off", **extra)
+    return env
+
+
+def run(args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+def uv(*args, env) -> None:
+    r = run([sys.executable, "-m", "uv", *map(str, args)], env=env, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def pip_find_links() -> list[str]:
+    """--find-links options for uv, from pip's own configuration (uv does not read pip.conf)."""
+    r = run([sys.executable, "-m", "pip", "config", "list"], timeout=60)
+    links = []
+    for line in r.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith("find-links"):
+            links += value.strip("'\"").split()
+    return [arg for link in dict.fromkeys(links) for arg in ("--find-links", link)]
+
+
+def lower_bounds() -> dict[str, str]:
+    """{distribution: X} for every `name>=X` in pyproject's dependencies."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return {m.group(1).lower(): m.group(2) for d in deps if (m := re.match(r"([\w.-]+)\s*>=\s*([\w.]+)", d))}
+
+
+def test_readme_quickstart_runs_as_written_in_a_fresh_environment(tmp_path):
+    block = readme_block("Quickstart")
+    install, job = block.split(" && dtrain ", 1)
+    job = "dtrain " + job
+    assert "venv" in install and "pip install" in install and job.endswith("--local --wait")
+    src = clone(tmp_path)
+    env = clean_env(tmp_path)
+    r = run(["bash", "-euo", "pipefail", "-c", block], cwd=src, env=env, timeout=1200)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert re.search(r"\bCompleted\b", r.stdout + r.stderr)
+
+    # Every training script finds what it imports in that environment; the TensorFlow ones,
+    # which the Quickstart leaves out, say in one line what to add and exit 2.
+    python = src / ".venv" / "bin" / "python"
+    scripts = src / "training_scripts"
+    r = run([str(python), "-c", "import common, torch_common, numpy, torch"], cwd=scripts, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for script in ("tf_multiworker.py", "tf_parameter_server.py"):
+        r = run([str(python), script], cwd=scripts, env=env, timeout=300)
+        assert r.returncode == 2 and "pip install 'dtrain[tensorflow]'" in r.stderr, r.stderr
+
+
+def test_wheel_outside_the_source_tree_lists_inits_and_runs_the_scaffold(tmp_path):
+    src = clone(tmp_path)
+    dist = tmp_path / "dist"
+    r = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
+            timeout=600)
+    assert r.returncode == 0, r.stderr
+    wheel = next(dist.glob("dtrain-*.whl"))
+    shutil.rmtree(src)                                   # nothing may come from the source tree
+    venv, work = tmp_path / "venv", tmp_path / "work"
+    work.mkdir()
+    env = clean_env(tmp_path)
+    uv("venv", "-q", "--python", sys.executable, venv, env=env)
+    uv("pip", "install", "-q", "--python", venv / "bin" / "python", *pip_find_links(), f"{wheel}[torch]", env=env)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), env["PATH"]])
+    dtrain = str(venv / "bin" / "dtrain")
+
+    r = run([dtrain, "templates", "--output", "json"], cwd=work, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    templates = json.loads(r.stdout)
+    assert len(templates) == 6
+    assert all(str(venv) in t["path"] for t in templates)
+
+    r = run([dtrain, "init", "scaffold", "-t", "single-node"], cwd=work, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    files = sorted(str(p.relative_to(work / "scaffold")) for p in (work / "scaffold").rglob("*") if p.is_file())
+    assert files == ["job.yml", "src/common.py", "src/single_node.py", "src/torch_common.py"]
+    r = run([dtrain, "submit", "scaffold/job.yml", "--local", "--wait"], cwd=work, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert re.search(r"\bCompleted\b", r.stdout + r.stderr)
+
+
+def test_lowest_allowed_versions_pass_the_offline_and_emulator_tests(tmp_path):
+    src = clone(tmp_path)
+    venv = tmp_path / "venv"
+    env = clean_env(tmp_path)
+    env.pop("DTRAIN_HOME")
+    env["DTRAIN_CONFORMANCE"] = str(Path(os.environ.get("DTRAIN_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
+                                    .resolve())
+    python = venv / "bin" / "python"
+    uv("venv", "-q", "--python", sys.executable, venv, env=env)
+    # dtrain's own dependencies at the lowest versions its ranges allow; the test tools as usual
+    uv("pip", "install", "-q", "--python", python, "--resolution", "lowest-direct", src, env=env)
+    uv("pip", "install", "-q", "--python", python, "pytest", "pytest-timeout", "hypothesis", env=env)
+    listed = run([sys.executable, "-m", "uv", "pip", "list", "--python", str(python)], env=env, timeout=120).stdout
+    installed = dict(line.split()[:2] for line in listed.splitlines()[2:])
+    lowest = lower_bounds()
+    assert {"typer", "azure-ai-ml", "click", "requests"} <= set(lowest)
+    # azure-core is also required by the newest azure-storage-* that azure-ai-ml pulls in, which may ask
+    # for more than dtrain's own floor (AccessTokenInfo, and as_attribute_dict for azure-ai-ml 1.35)
+    pulled_higher = {"azure-core"}
+    from packaging.version import Version                # a pytest dependency
+
+    off = {n: (installed.get(n), v) for n, v in lowest.items()
+           if n not in pulled_higher and (n not in installed or Version(installed[n]) != Version(v))}
+    assert off == {}, "installed, lower bound"
+
+    # the offline and emulator tiers; the training scripts need torch and TensorFlow, not dtrain's ranges
+    r = run([str(python), "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
+             "--ignore", "tests/test_training_scripts.py", "tests"], cwd=src, env=env, timeout=1200)
+    assert r.returncode == 0, r.stdout[-6000:]
