@@ -34,6 +34,22 @@ def fail(script: str, message: str, code: int = EXIT_ENV) -> NoReturn:
     sys.exit(code)
 
 
+def leave(code: int) -> NoReturn:
+    """Exit a torch.distributed script once its work is done and saved.
+
+    Python's exit handlers run (MLflow ends its run there) and output is flushed, then the process
+    leaves without C++ static destructors: gloo's and the TCPStore's can abort a rank at interpreter
+    exit when a peer has already gone ("terminate called without an active exception", SIGABRT),
+    failing a run whose checkpoints are all written.
+    """
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def env_int(name: str, default: Optional[int] = None) -> Optional[int]:
     value = os.environ.get(name)
     if value is None or value.strip() == "":

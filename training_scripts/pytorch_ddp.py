@@ -92,4 +92,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    common.leave(main())  # not sys.exit: see common.leave
