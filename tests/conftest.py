@@ -24,6 +24,13 @@ def pytest_configure(config):
                                                      if p != here])
 
 
+@pytest.fixture(autouse=True)
+def _sdk_cloud_stays_in_its_test(monkeypatch):
+    # MLClient(cloud=...) writes AZUREML_CURRENT_CLOUD into os.environ for good; a later process that
+    # inherits it (a fresh venv's pytest, a dtrain child) cannot import azure-ai-ml: "Unknown cloud".
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+
+
 def pytest_collection_modifyitems(config, items):
     if HAVE_CONFORMANCE:
         return

@@ -44,10 +44,10 @@ def clone(tmp_path: Path) -> Path:
 
 def clean_env(tmp_path: Path, **extra: str) -> dict:
     """This process's environment without the interpreter running the tests: a fresh shell's PATH,
-    no PYTHONPATH, no virtual environment; jobs keep their state under tmp_path."""
+    no PYTHONPATH, no virtual environment, no AZUREML_* an earlier MLClient left behind; jobs keep their state under tmp_path."""
     here = os.path.dirname(sys.executable)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith(("DTRAIN_", "PYTEST"))}
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith(("DTRAIN_", "PYTEST", "AZUREML_"))}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != here)
     env.update(DTRAIN_HOME=str(tmp_path / "dtrain-home"), NO_COLOR="1", PIP_PROGRESS_BAR="off", **extra)
     return env
