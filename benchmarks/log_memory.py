@@ -5,6 +5,7 @@ own process with stdout to /dev/null, the peak RSS (the child's VmHWM, read unti
   - `dtrain submit SPEC --local --wait`  (follows the log while the job writes it)
   - `dtrain logs NAME`                   (reads the finished log)
   - `dtrain logs NAME --follow`          (follows a finished job: drains and exits)
+  - `dtrain logs NAME --follow` on a second job, started while that job writes its log
 With --azure, also `dtrain logs NAME` for an Azure ML job served by tests/azure_emulator (the
 emulator runs in this process; only the dtrain child is measured).
 With --src PATH, the dtrain under PATH/src is measured instead (e.g. an older checkout).
@@ -74,6 +75,12 @@ def local_rows(sizes, env, tmp: Path):
         rows.append((f"local, {size:.0f} MB", "submit --local --wait", *sub))
         rows.append((f"local, {size:.0f} MB", "logs NAME", *peak_rss_mb(dtrain + ["logs", name], env)))
         rows.append((f"local, {size:.0f} MB", "logs NAME --follow",
+                     *peak_rss_mb(dtrain + ["logs", name, "--follow"], env)))
+        shutil.rmtree(Path(env["DTRAIN_HOME"]) / "jobs" / name, ignore_errors=True)
+        # following a log while the job still writes it (every status check then races the writer)
+        name = f"memf{mb}"
+        subprocess.run(dtrain + ["submit", str(spec), "--name", name], env=env, capture_output=True, check=True)
+        rows.append((f"local, {size:.0f} MB", "logs NAME --follow, while written",
                      *peak_rss_mb(dtrain + ["logs", name, "--follow"], env)))
         shutil.rmtree(Path(env["DTRAIN_HOME"]) / "jobs" / name, ignore_errors=True)
     return rows

@@ -358,7 +358,9 @@ def _last_line(job_dir: Path, tail: int = 4096) -> str | None:
     for log in logs[:1]:
         with open(log, "rb") as f:
             f.seek(max(0, log.stat().st_size - tail))
-            lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+            # read(tail), not read(): a rank writing fast grows the file while it is read, and an
+            # unbounded read chased it (a 300 MB log cost `logs -f` up to 690 MiB)
+            lines = [ln for ln in f.read(tail).decode("utf-8", "replace").splitlines() if ln.strip()]
         if lines:
             return lines[-1]
     return None
