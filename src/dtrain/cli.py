@@ -460,7 +460,7 @@ def config_(
 ):
     """Show the Azure ML workspace the job commands use, and where each part of it came from (flags,
     variables, config.json, AZUREML_ARM_*, az defaults). Exit 6 when a part is missing."""
-    from .backends.workspace import PARTS, resolution
+    from .backends.azure.workspace import PARTS, resolution
     from .errors import ConfigError
     from .output import out, out_json
 
@@ -529,7 +529,7 @@ def _backend_for(name: str, local: bool):
 def _azure_wanted():
     """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
     exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
-    from .backends.workspace import resolution
+    from .backends.azure.workspace import resolution
 
     flags = _state.get("workspace", {})
     r = resolution(flags.get("subscription"), flags.get("resource_group"), flags.get("workspace"))

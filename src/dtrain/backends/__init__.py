@@ -55,7 +55,7 @@ def get_backend(name: str, **options) -> Backend:
 
         return LocalBackend()
     if name == "azureml":
-        from .azure import AzureBackend
+        from .azure.backend import AzureBackend
 
         return AzureBackend(**options)
     raise ValueError(f"unknown backend {name!r}")
