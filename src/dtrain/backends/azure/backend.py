@@ -23,6 +23,7 @@ from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions
 from .workspace import resolution
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
+from . import sdk
 from .plan import AzurePlan, build_plan, differences
 from .upload_guard import guarded, is_storage_failure, upload_error
 
@@ -193,10 +194,7 @@ class AzureBackend:
 
         def get():
             try:
-                get_job = getattr(ml.jobs, "_get_job", None)
-                if get_job is not None:
-                    return _as_dict(get_job(name))
-                return _as_dict(ml.jobs.get(name)._to_rest_object())
+                return _as_dict(sdk.job_rest(ml.jobs, name))
             except ResourceNotFoundError as exc:
                 if _workspace_missing(exc):
                     raise
@@ -207,7 +205,7 @@ class AzureBackend:
     def _run_details(self, name: str) -> dict:
         ml = self.ml
         return self._retrying("read the run details",
-                              lambda: _as_dict(ml.jobs._runs_operations.get_run_details(name)), job=name)
+                              lambda: _as_dict(sdk.run_details(ml.jobs, name)), job=name)
 
     # --- plan / submit -------------------------------------------------------------------------
     def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> AzurePlan:
@@ -367,7 +365,7 @@ class AzureBackend:
 
         def details():
             try:
-                rd = _as_dict(ml.jobs._runs_operations.get_run_details(name))
+                rd = _as_dict(sdk.run_details(ml.jobs, name))
             except Exception as exc:
                 if transient(exc):
                     raise                       # follow_logs tries again, then raises LostTrack
