@@ -498,8 +498,16 @@ def _get_backend(name: str):
     if name not in cache:
         from .backends import get_backend
 
-        cache[name] = get_backend(name, **(_state.get("workspace", {}) if name == "azureml" else {}))
+        cache[name] = get_backend(name, notify=_notice,
+                                  **(_state.get("workspace", {}) if name == "azureml" else {}))
     return cache[name]
+
+
+def _notice(notice) -> None:
+    """What a backend has to tell the user (backends never print): a note, or the SDK's own text as it is."""
+    from .output import err, note
+
+    (err if notice.verbatim else note)(notice.text)
 
 
 def _listing_backend(local: bool):

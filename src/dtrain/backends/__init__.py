@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from .base import Backend
+from .base import Backend, Notify
 
 # What the local backend needs: flock(2) on state files, /proc to find and identify a job's processes,
 # prctl(PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) so ranks die with their supervisor, process groups.
@@ -48,7 +48,8 @@ def local_job_exists(name: str) -> bool:
     return (home / "jobs" / name / "state.json").is_file()
 
 
-def get_backend(name: str, **options) -> Backend:
+def get_backend(name: str, *, notify: Notify | None = None, **options) -> Backend:
+    """notify(Notice): where a backend's notes go (backends never print; the local one has none)."""
     if name == "local":
         require_local_platform()
         from .local import LocalBackend
@@ -57,5 +58,5 @@ def get_backend(name: str, **options) -> Backend:
     if name == "azureml":
         from .azure.backend import AzureBackend
 
-        return AzureBackend(**options)
+        return AzureBackend(notify=notify, **options)
     raise ValueError(f"unknown backend {name!r}")

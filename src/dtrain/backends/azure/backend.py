@@ -19,7 +19,7 @@ from typing import Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
-from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions
+from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from .workspace import resolution
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
@@ -125,8 +125,10 @@ class AzureBackend:
     name = "azureml"
 
     def __init__(self, subscription: str | None = None, resource_group: str | None = None,
-                 workspace: str | None = None, *, credential=None):
+                 workspace: str | None = None, *, credential=None, notify: Notify | None = None):
         self._flags = (subscription, resource_group, workspace)
+        self._notify = notify
+        self.notices: list[Notice] = []               # everything told, also without a notify
         self.endpoint = endpoint_from_env()            # ConfigError before anything is sent
         self._credential = credential
         self._ml = None
@@ -159,6 +161,13 @@ class AzureBackend:
             with azure_errors("connect to Azure ML", workspace=ws):
                 self._ml = make_ml_client(ws, self.endpoint, self._credential)
         return self._ml
+
+    def _tell(self, text: str, verbatim: bool = False) -> None:
+        """Backends never print: what the user should read goes to notify (the CLI prints it)."""
+        notice = Notice(text, verbatim=verbatim)
+        self.notices.append(notice)
+        if self._notify is not None:
+            self._notify(notice)
 
     def _errors(self, what: str, job: str | None = None):
         return azure_errors(what, job=job, workspace=self._ws)
@@ -240,7 +249,7 @@ class AzureBackend:
         for attempt in range(3):
             job = self._load_job(plan)
             try:
-                with muted_stderr():
+                with muted_stderr(lambda text: self._tell(text, verbatim=True)):
                     created = guarded(lambda: ml.jobs.create_or_update(job))
                 break
             except Exception as exc:
@@ -256,10 +265,8 @@ class AzureBackend:
                 if existing is not None:
                     info = self._adopt(plan, existing, ours=True)
                     if not transient(exc):
-                        from ...output import note
-
-                        note(f"Azure ML refused a repeated submit request ({_first_line(exc)}), but job "
-                             f"'{name}' exists with this spec: the first request was processed")
+                        self._tell(f"Azure ML refused a repeated submit request ({_first_line(exc)}), but job "
+                                   f"'{name}' exists with this spec: the first request was processed")
                     return info
                 if not transient(exc) or attempt == 2:
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
@@ -276,10 +283,8 @@ class AzureBackend:
                              hint="give a new name with --name (or drop `name:` from the spec to get a generated "
                                   f"one); `dtrain status {plan.name}` shows the existing job")
         if not ours:
-            from ...output import note
-
-            note(f"job '{plan.name}' already exists with this spec ({_status_text(props.get('status'))}): "
-                 "following it instead of submitting again")
+            self._tell(f"job '{plan.name}' already exists with this spec ({_status_text(props.get('status'))}): "
+                       "following it instead of submitting again")
         return self._info_from_rest(existing)
 
     # --- status ----------------------------------------------------------------------------------

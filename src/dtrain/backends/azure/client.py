@@ -210,9 +210,9 @@ def silence_loggers() -> None:
 
 
 @contextlib.contextmanager
-def muted_stderr():
+def muted_stderr(passthrough):
     """The SDK prints colour resets and blank lines straight to sys.stderr around code uploads: hold
-    stderr while it works and pass on only real text."""
+    stderr while it works and hand only real text to passthrough(text), once stderr is back."""
     buf = io.StringIO()
     real = sys.stderr
     sys.stderr = buf
@@ -223,7 +223,7 @@ def muted_stderr():
         text = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
         kept = [line for line in text.splitlines() if line.strip() and not line.startswith("Uploading ")]
         if kept:
-            print("\n".join(kept), file=real, flush=True)
+            passthrough("\n".join(kept))
 
 
 def _loopback_policy_class():
