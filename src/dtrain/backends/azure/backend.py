@@ -11,15 +11,15 @@ the name up before trying again, so a job is never created twice.
 from __future__ import annotations
 
 import io
-import os
 import re
-import time
 from datetime import datetime, timezone
 from typing import Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
+from ..backoff import Backoff
 from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
+from ..settings import env_float
 from .workspace import resolution
 from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
@@ -36,13 +36,6 @@ WORKSPACE_HINT = ("pass --subscription, --resource-group and --workspace; or set
                   "(`az configure --defaults group=RG workspace=WS`, `az account set --subscription S`). "
                   "`dtrain config` shows what was found where; see docs/azure.md")
 _TIMEOUT_MESSAGE = re.compile(r"(?i)time[ -]?out|timed out|time limit|exceeded the (maximum|max|specified)")
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, not '{os.environ.get(name)}'") from None
 
 
 def _iso(v) -> str | None:
@@ -134,10 +127,10 @@ class AzureBackend:
         self._ml = None
         self._ws = None
         # follow.wait_all polls no faster than this cap allows: Azure calls cost, a local file read does not.
-        self.poll_cap_s = _env_float("DTRAIN_AZURE_POLL_CAP_S", 10.0)
-        self.log_poll_s = _env_float("DTRAIN_AZURE_LOG_POLL_S", 0.5)
-        self.log_poll_cap_s = _env_float("DTRAIN_AZURE_LOG_POLL_CAP_S", 5.0)
-        self.status_attempts = int(_env_float("DTRAIN_AZURE_STATUS_ATTEMPTS", 4))
+        self.poll_cap_s = env_float("DTRAIN_AZURE_POLL_CAP_S", 10.0)
+        self.log_poll_s = env_float("DTRAIN_AZURE_LOG_POLL_S", 0.5)
+        self.log_poll_cap_s = env_float("DTRAIN_AZURE_LOG_POLL_CAP_S", 5.0)
+        self.status_attempts = int(env_float("DTRAIN_AZURE_STATUS_ATTEMPTS", 4))
         self._final: dict[str, JobInfo] = {}          # terminal JobInfo per job: terminal is final
         self._details_cache: dict[str, dict] = {}
 
@@ -176,7 +169,7 @@ class AzureBackend:
     def _retrying(self, what: str, fn, *, job: str | None = None, gave_up=None):
         """fn() with a few more tries on transient errors (after azure-core's own); at the end LostTrack,
         or gave_up(reason) where "the job keeps running" is not what is known."""
-        delay = 0.5
+        backoff = Backoff(0.5, cap=8.0, factor=2.0)
         last = None
         for attempt in range(max(1, self.status_attempts)):
             try:
@@ -186,8 +179,7 @@ class AzureBackend:
                     raise translate(exc, what=what, job=job, workspace=self._ws) from exc
                 last = exc
                 if attempt + 1 < self.status_attempts:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 8.0)
+                    backoff.sleep()
         reason = (f"could not {what} after {self.status_attempts} attempts "
                   f"({type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''})")
         if gave_up is not None:
@@ -245,7 +237,7 @@ class AzureBackend:
         if existing is not None:
             return self._adopt(plan, existing)
         ml = self.ml
-        delay = 1.0
+        backoff = Backoff(1.0, cap=4.0, factor=2.0)
         for attempt in range(3):
             job = self._load_job(plan)
             try:
@@ -270,8 +262,7 @@ class AzureBackend:
                     return info
                 if not transient(exc) or attempt == 2:
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
-                time.sleep(delay)
-                delay *= 2
+                backoff.sleep()
         return self._info_from_entity(created)
 
     def _adopt(self, plan: AzurePlan, existing: dict, ours: bool = False) -> JobInfo:
@@ -353,7 +344,7 @@ class AzureBackend:
 
     # --- logs ----------------------------------------------------------------------------------
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
-        from .logs import Cadence, follow_logs
+        from .logs import follow_logs
 
         raw = self._get_raw(name)
         if raw is None:
@@ -378,7 +369,7 @@ class AzureBackend:
             return _status_text(rd.get("status")), (rd.get("logFiles") or rd.get("log_files") or {})
 
         return follow_logs(details, follow=follow, rank=rank, ppn=ppn,
-                           cadence=Cadence(self.log_poll_s, self.log_poll_cap_s))
+                           cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:
@@ -389,7 +380,7 @@ class AzureBackend:
 
         def request():
             poller = ml.jobs.begin_cancel(name)
-            poller.result(timeout=_env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
+            poller.result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
 
         self._retrying("cancel the job", request, job=name)
         return self.status(name)

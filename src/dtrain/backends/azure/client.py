@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 
 from ...errors import ConfigError
+from ..settings import env_float
 from .endpoint_url import UnsafeEndpoint, is_loopback_host, parse_endpoint
 
 ENV_ENDPOINT = "DTRAIN_ARM_ENDPOINT"
@@ -248,13 +249,6 @@ def _loopback_policy_class():
     return LoopbackHttpPolicy
 
 
-def _float_env(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, not '{os.environ.get(name)}'") from None
-
-
 def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     quiet()
     from azure.ai.ml import MLClient
@@ -265,8 +259,8 @@ def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     # show_progress=True is the SDK path that raises a failed code upload instead of waiting forever
     # for it (upload_guard.py); the progress bar itself is dropped by muted_stderr
     kwargs.update(show_progress=True, enable_telemetry=False,
-                  retry_total=int(_float_env(ENV_RETRY_TOTAL, 5)),
-                  retry_backoff_factor=_float_env(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
+                  retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
+                  retry_backoff_factor=env_float(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
     return MLClient(credential or make_credential(endpoint), subscription_id=workspace.subscription_id,
                     resource_group_name=workspace.resource_group, workspace_name=workspace.workspace_name,
                     **kwargs)
