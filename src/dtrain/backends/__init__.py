@@ -14,6 +14,7 @@ from .names import valid_job_name
 # prctl(PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) so ranks die with their supervisor, process groups.
 LOCAL_PLATFORM = "Linux (including WSL 2 and Linux containers)"
 
+
 def local_platform_problem() -> str | None:
     """Why the local backend cannot run here, or None."""
     if not sys.platform.startswith("linux"):
