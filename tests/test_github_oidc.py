@@ -4,7 +4,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from dtrain.backends import github_oidc
+from dtrain.backends.azure import github_oidc
 
 RUNNER_TOKEN = "runner-request-token"
 

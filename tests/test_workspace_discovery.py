@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dtrain.backends import workspace as wsmod
+from dtrain.backends.azure import workspace as wsmod
 
 SCRUB = ("DTRAIN_", "AZURE_", "AZUREML_")
 

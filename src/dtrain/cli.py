@@ -460,7 +460,7 @@ def config_(
 ):
     """Show the Azure ML workspace the job commands use, and where each part of it came from (flags,
     variables, config.json, AZUREML_ARM_*, az defaults). Exit 6 when a part is missing."""
-    from .backends.workspace import PARTS, resolution
+    from .backends.azure.workspace import PARTS, resolution
     from .errors import ConfigError
     from .output import out, out_json
 
@@ -498,8 +498,16 @@ def _get_backend(name: str):
     if name not in cache:
         from .backends import get_backend
 
-        cache[name] = get_backend(name, **(_state.get("workspace", {}) if name == "azureml" else {}))
+        cache[name] = get_backend(name, notify=_notice,
+                                  **(_state.get("workspace", {}) if name == "azureml" else {}))
     return cache[name]
+
+
+def _notice(notice) -> None:
+    """What a backend has to tell the user (backends never print): a note, or the SDK's own text as it is."""
+    from .output import err, note
+
+    (err if notice.verbatim else note)(notice.text)
 
 
 def _listing_backend(local: bool):
@@ -529,7 +537,7 @@ def _backend_for(name: str, local: bool):
 def _azure_wanted():
     """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
     exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
-    from .backends.workspace import resolution
+    from .backends.azure.workspace import resolution
 
     flags = _state.get("workspace", {})
     r = resolution(flags.get("subscription"), flags.get("resource_group"), flags.get("workspace"))

@@ -6,6 +6,7 @@ import queue
 import threading
 import time
 
+from .backends.backoff import Backoff
 from .backends.base import Backend, JobInfo
 from .exitcodes import ExitCode, exit_code_for_status
 
@@ -25,24 +26,6 @@ def outcome(info: JobInfo) -> ExitCode:
     return exit_code_for_status(info.status)
 
 
-class Poller:
-    """Polling intervals that back off to a cap and reset when something changes."""
-
-    def __init__(self, first: float = 0.2, cap: float = 5.0, factor: float = 1.5):
-        self.first, self.cap, self.factor = first, cap, factor
-        self.delay = first
-
-    def changed(self) -> None:
-        self.delay = self.first
-
-    def sleep(self, deadline: float | None = None, at_least: float | None = None) -> None:
-        d = max(self.delay, at_least or 0.0)
-        if deadline is not None:
-            d = max(0.0, min(d, deadline - time.monotonic()))
-        time.sleep(d)
-        self.delay = min(self.cap, self.delay * self.factor)
-
-
 class WaitTimeout(Exception):
     def __init__(self, infos):
         self.infos = infos
@@ -54,12 +37,12 @@ def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> di
     deadline = time.monotonic() + timeout if timeout else None
     last: dict = {}
     # Each backend says how often it is worth asking: a local state file is cheap, Azure is not.
-    poll = Poller(cap=min(getattr(b, "poll_cap_s", 5.0) for b in backends.values()))
+    poll = Backoff(0.2, cap=min(getattr(b, "poll_cap_s", 5.0) for b in backends.values()))
     while True:
         pending = [n for n in backends if n not in last or not last[n].terminal]
         for name, info in _snapshot(backends, pending).items():
             if name not in last or last[name].status != info.status:
-                poll.changed()
+                poll.reset()
                 if on_change:
                     on_change(info)
             last[name] = info

@@ -3,18 +3,16 @@ the local backend (Linux only) only when a local job is involved."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from .base import Backend
+from .base import Backend, Notify
+from .names import valid_job_name
 
 # What the local backend needs: flock(2) on state files, /proc to find and identify a job's processes,
 # prctl(PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) so ranks die with their supervisor, process groups.
 LOCAL_PLATFORM = "Linux (including WSL 2 and Linux containers)"
-
-_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")   # as local.store.valid_name
 
 
 def local_platform_problem() -> str | None:
@@ -42,20 +40,21 @@ def local_job_exists(name: str) -> bool:
     """Whether $DTRAIN_HOME holds a local job of this name, read without importing the local backend
     (Azure commands route by name and must work where the local backend cannot load). Same layout as
     local.store: $DTRAIN_HOME (default ~/.dtrain)/jobs/<name>/state.json."""
-    if not _JOB_NAME.match(name or ""):
+    if not valid_job_name(name):
         return False
     home = Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser()
     return (home / "jobs" / name / "state.json").is_file()
 
 
-def get_backend(name: str, **options) -> Backend:
+def get_backend(name: str, *, notify: Notify | None = None, **options) -> Backend:
+    """notify(Notice): where a backend's notes go (backends never print; the local one has none)."""
     if name == "local":
         require_local_platform()
         from .local import LocalBackend
 
         return LocalBackend()
     if name == "azureml":
-        from .azure import AzureBackend
+        from .azure.backend import AzureBackend
 
-        return AzureBackend(**options)
+        return AzureBackend(notify=notify, **options)
     raise ValueError(f"unknown backend {name!r}")

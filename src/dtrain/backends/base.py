@@ -6,7 +6,7 @@ assert on it. Only submit() acts.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Iterator, Protocol, runtime_checkable
+from typing import Callable, Iterator, Protocol, runtime_checkable
 
 from ..exitcodes import TERMINAL_STATUSES
 from ..spec.model import JobSpec
@@ -18,6 +18,18 @@ ACTIVE_STATUSES = ("NotStarted", "Queued", "Preparing", "Provisioning", "Startin
 
 def is_terminal(status: str) -> bool:
     return status in TERMINAL_STATUSES
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a backend has to tell the user. Backends never print (tests/test_walls.py): they hand
+    notices to the `notify` callable they were given, and the CLI prints them."""
+
+    text: str
+    verbatim: bool = False    # text another program printed (the SDK), passed on as it is; else a note
+
+
+Notify = Callable[[Notice], None]
 
 
 @dataclass

@@ -1,8 +1,17 @@
-"""Job names generated the way Azure ML generates them: adjective_noun_<10 random [a-z0-9]>."""
+"""Job names: which are valid (one rule for every backend and the spec: an Azure ML run id, the pattern
+spec.schema declares), and generated ones, made the way Azure ML makes them: adjective_noun_<10 random
+[a-z0-9]>."""
 from __future__ import annotations
 
+import re
 import secrets
 import string
+
+from ..spec.schema import JOB_NAME_HINT, JOB_NAME_PATTERN
+
+__all__ = ["JOB_NAME_HINT", "JOB_NAME_PATTERN", "generate_name", "valid_job_name"]
+
+_JOB_NAME = re.compile(JOB_NAME_PATTERN)
 
 _ADJ = ("amiable", "bold", "brave", "busy", "calm", "clever", "cool", "crisp", "eager", "epic", "frank",
         "gentle", "great", "happy", "helpful", "honest", "jolly", "keen", "kind", "lively", "loyal", "lucid",
@@ -19,3 +28,8 @@ _ALNUM = string.ascii_lowercase + string.digits
 def generate_name() -> str:
     suffix = "".join(secrets.choice(_ALNUM) for _ in range(10))
     return f"{secrets.choice(_ADJ)}_{secrets.choice(_NOUN)}_{suffix}"
+
+
+def valid_job_name(name: str | None) -> bool:
+    """Whether `name` is a valid job name (also the rule for datastore names, the same REST pattern)."""
+    return bool(name) and _JOB_NAME.fullmatch(name) is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .. import github_oidc
+from . import github_oidc
 
 # Set by the AzureCLI@2 / AzurePowerShell@5 tasks (and others with a service connection input) for a
 # service connection that uses workload identity federation.

@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 
 from ...errors import ConfigError
+from ..settings import env_float
 from .endpoint_url import UnsafeEndpoint, is_loopback_host, parse_endpoint
 
 ENV_ENDPOINT = "DTRAIN_ARM_ENDPOINT"
@@ -210,9 +211,9 @@ def silence_loggers() -> None:
 
 
 @contextlib.contextmanager
-def muted_stderr():
+def muted_stderr(passthrough):
     """The SDK prints colour resets and blank lines straight to sys.stderr around code uploads: hold
-    stderr while it works and pass on only real text."""
+    stderr while it works and hand only real text to passthrough(text), once stderr is back."""
     buf = io.StringIO()
     real = sys.stderr
     sys.stderr = buf
@@ -223,7 +224,7 @@ def muted_stderr():
         text = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
         kept = [line for line in text.splitlines() if line.strip() and not line.startswith("Uploading ")]
         if kept:
-            print("\n".join(kept), file=real, flush=True)
+            passthrough("\n".join(kept))
 
 
 def _loopback_policy_class():
@@ -248,13 +249,6 @@ def _loopback_policy_class():
     return LoopbackHttpPolicy
 
 
-def _float_env(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, not '{os.environ.get(name)}'") from None
-
-
 def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     quiet()
     from azure.ai.ml import MLClient
@@ -265,8 +259,8 @@ def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     # show_progress=True is the SDK path that raises a failed code upload instead of waiting forever
     # for it (upload_guard.py); the progress bar itself is dropped by muted_stderr
     kwargs.update(show_progress=True, enable_telemetry=False,
-                  retry_total=int(_float_env(ENV_RETRY_TOTAL, 5)),
-                  retry_backoff_factor=_float_env(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
+                  retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
+                  retry_backoff_factor=env_float(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
     return MLClient(credential or make_credential(endpoint), subscription_id=workspace.subscription_id,
                     resource_group_name=workspace.resource_group, workspace_name=workspace.workspace_name,
                     **kwargs)

@@ -10,7 +10,8 @@ where it was and is tried on the next pass: nothing is lost or repeated. A last 
 newline is held until the newline arrives, or until the job is terminal. Status is checked BEFORE
 each pass; the pass after the first terminal status drains what is left, then the iterator ends.
 
-Cadence: the next pass comes quickly while lines flow and backs off (x1.5, up to a cap) while idle.
+Cadence (backends/backoff.py): the next pass comes quickly while lines flow and backs off (x1.5, up to a
+cap) while idle.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ...errors import LostTrack
+from ..backoff import Backoff
 from ..base import LogLine, is_terminal
 from ..lines import LineBuffer
 
@@ -136,20 +138,8 @@ def _range_start(content_range: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-class Cadence:
-    """Fast while lines flow, backing off while idle."""
-
-    def __init__(self, first: float = 0.5, cap: float = 5.0, factor: float = 1.5):
-        self.first, self.cap, self.factor = first, cap, factor
-        self.delay = first
-
-    def next(self, got_lines: bool) -> float:
-        self.delay = self.first if got_lines else min(self.cap, self.delay * self.factor)
-        return self.delay
-
-
 def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: int | None = None,
-                ppn: int = 1, session=None, cadence: Cadence | None = None, max_failures: int = 6,
+                ppn: int = 1, session=None, cadence: Backoff | None = None, max_failures: int = 6,
                 stats: Stats | None = None, sleep=time.sleep) -> Iterator[LogLine]:
     """Lines of every rank (or one rank). `details()` returns (status, logFiles) and may raise; the
     iterator raises LostTrack after `max_failures` consecutive failed passes."""
@@ -157,7 +147,7 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
 
     own = session is None
     session = session or requests.Session()
-    cadence = cadence or Cadence()
+    cadence = cadence or Backoff(0.5, 5.0)
     tails: dict[int, LogTail] = {}
     failures = 0
     try:

@@ -8,8 +8,8 @@ missing "Storage Blob Data Contributor" role) hangs the submit forever, silently
 1. make_ml_client passes show_progress=True: on that path the SDK reads each worker's result and
    raises the first failure (its progress bar goes to muted_stderr and is dropped);
 2. as a safety net, guarded() runs the SDK call in a worker thread and watches the SDK's
-   per-file upload function: once an upload has failed, the call gets UPLOAD_GRACE_S to end on its
-   own, then it is abandoned (a daemon thread) and that failure is raised.
+   per-file upload function (sdk.upload_file_failures): once an upload has failed, the call gets
+   UPLOAD_GRACE_S to end on its own, then it is abandoned (a daemon thread) and that failure is raised.
 
 A dropped connection during an upload is retried by azure-storage's own retry policy.
 """
@@ -22,6 +22,7 @@ import time
 from urllib.parse import urlsplit
 
 from ...errors import BackendError, ConfigError
+from .sdk import upload_file_failures
 
 UPLOAD_GRACE_S = 10.0
 _MARK = "_dtrain_code_upload"
@@ -40,32 +41,13 @@ class _Watch:
                 self.first_failure = time.monotonic()
 
 
-@contextlib.contextmanager
 def _watching_uploads(watch: _Watch):
-    try:
-        from azure.ai.ml._utils import _asset_utils
-    except ImportError:  # pragma: no cover - another SDK layout: show_progress=True still raises
-        yield
-        return
-    original = getattr(_asset_utils, "upload_file", None)
-    if original is None:  # pragma: no cover
-        yield
-        return
+    def record(exc: BaseException) -> None:
+        with contextlib.suppress(Exception):
+            setattr(exc, _MARK, True)
+        watch.record(exc)
 
-    def upload_file(*args, **kwargs):
-        try:
-            return original(*args, **kwargs)
-        except BaseException as exc:
-            with contextlib.suppress(Exception):
-                setattr(exc, _MARK, True)
-            watch.record(exc)
-            raise
-
-    _asset_utils.upload_file = upload_file
-    try:
-        yield
-    finally:
-        _asset_utils.upload_file = original
+    return upload_file_failures(record)
 
 
 def guarded(call, grace_s: float = UPLOAD_GRACE_S):

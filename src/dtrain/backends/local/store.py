@@ -24,13 +24,11 @@ from datetime import datetime
 from pathlib import Path
 
 from ...errors import ConfigError, UsageError
+from ..names import valid_job_name
 
 STATE = "state.json"
 PLAN = "plan.json"
 LOCK = ".lock"
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
-
 
 _DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
 
@@ -92,7 +90,7 @@ def datastore_path(uri: str, home: Path | None = None, job_name: str | None = No
 
 
 def valid_name(name: str) -> bool:
-    return bool(_NAME_RE.match(name or ""))
+    return valid_job_name(name)
 
 
 def atomic_write_json(path: Path, data) -> None:

@@ -5,7 +5,7 @@
 GitHub ID token (requested from the runner's ACTIONS_ID_TOKEN_REQUEST_URL), so a wait can last as long
 as the job. Used only when the runner grants `id-token: write` and AZURE_CLIENT_ID/AZURE_TENANT_ID
 name a federated app registration; when the exchange is refused, the chain goes on to the other
-credentials (azure/ci_credentials.py). Imported by the Azure backend only.
+credentials (ci_credentials.py). Imported by the Azure backend only.
 """
 from __future__ import annotations
 

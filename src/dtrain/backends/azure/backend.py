@@ -1,0 +1,480 @@
+"""AzureBackend: submit, follow, list and cancel command jobs through azure-ai-ml.
+
+The SDK is imported only when a method needs it (never by `dtrain --help`, validate, render or schema).
+
+Submit is idempotent by name: the name is chosen before the first PUT (plan.py); if a job of that
+name exists with the same spec (compared on the fields that workspace resolution does not change),
+dtrain follows it instead of submitting again; a different spec under a taken name is a UsageError.
+A PUT whose answer was lost is retried by azure-core (PUT is idempotent) and, past that, dtrain looks
+the name up before trying again, so a job is never created twice.
+"""
+from __future__ import annotations
+
+import io
+import re
+from datetime import datetime, timezone
+from typing import Iterator
+
+from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
+from ...spec.model import JobSpec
+from ..backoff import Backoff
+from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
+from ..settings import env_float
+from .workspace import resolution
+from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
+from .errors import azure_errors, translate, transient
+from . import sdk
+from .plan import AzurePlan, build_plan, differences
+from .upload_guard import guarded, is_storage_failure, upload_error
+
+__all__ = ["AzureBackend", "AzurePlan"]
+
+WORKSPACE_HINT = ("pass --subscription, --resource-group and --workspace; or set DTRAIN_SUBSCRIPTION_ID, "
+                  "DTRAIN_RESOURCE_GROUP and DTRAIN_WORKSPACE (AZURE_SUBSCRIPTION_ID, AZURE_RESOURCE_GROUP, "
+                  "AZUREML_WORKSPACE_NAME also work); or put the workspace's config.json (Azure portal > "
+                  "workspace > Download config.json) in this folder or a parent; or use az's defaults "
+                  "(`az configure --defaults group=RG workspace=WS`, `az account set --subscription S`). "
+                  "`dtrain config` shows what was found where; see docs/azure.md")
+_TIMEOUT_MESSAGE = re.compile(r"(?i)time[ -]?out|timed out|time limit|exceeded the (maximum|max|specified)")
+
+
+def _iso(v) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=timezone.utc)
+        return v.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    return str(v)
+
+
+def _parse_time(v) -> datetime | None:
+    if isinstance(v, datetime):
+        return v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    if not v:
+        return None
+    try:
+        return datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _status_text(s) -> str:
+    return str(getattr(s, "value", s)) if s is not None else "Unknown"
+
+
+def _as_dict(obj) -> dict:
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        return obj
+    for attr in ("as_dict", "serialize"):
+        fn = getattr(obj, attr, None)
+        if callable(fn):
+            try:
+                return fn()
+            except Exception:  # pragma: no cover - a model that cannot serialise itself
+                continue
+    try:
+        return dict(obj)
+    except (TypeError, ValueError):
+        return {}
+
+
+def _shape(props: dict) -> tuple[int, int]:
+    nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
+    dist = props.get("distribution") or {}
+    if dist.get("distributionType") in ("PyTorch", "Mpi"):
+        return nodes, int(dist.get("processCountPerInstance") or 1)
+    return nodes, 1
+
+
+def _timeout_seconds(props: dict) -> float | None:
+    t = (props.get("limits") or {}).get("timeout")
+    if not t:
+        return None
+    if isinstance(t, (int, float)):
+        return float(t)
+    m = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?)?", str(t))
+    if not m:
+        return None
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return d * 86400 + h * 3600 + mi * 60 + s
+
+
+def _error_message(err) -> str | None:
+    d = _as_dict(err)
+    inner = d.get("error") if isinstance(d.get("error"), dict) else d
+    if not inner:
+        return None
+    msg = inner.get("message") or inner.get("code")
+    code = inner.get("code")
+    if msg and code and code not in msg:
+        return f"{msg} ({code})"
+    return msg
+
+
+class AzureBackend:
+    name = "azureml"
+
+    def __init__(self, subscription: str | None = None, resource_group: str | None = None,
+                 workspace: str | None = None, *, credential=None, notify: Notify | None = None):
+        self._flags = (subscription, resource_group, workspace)
+        self._notify = notify
+        self.notices: list[Notice] = []               # everything told, also without a notify
+        self.endpoint = endpoint_from_env()            # ConfigError before anything is sent
+        self._credential = credential
+        self._ml = None
+        self._ws = None
+        # follow.wait_all polls no faster than this cap allows: Azure calls cost, a local file read does not.
+        self.poll_cap_s = env_float("DTRAIN_AZURE_POLL_CAP_S", 10.0)
+        self.log_poll_s = env_float("DTRAIN_AZURE_LOG_POLL_S", 0.5)
+        self.log_poll_cap_s = env_float("DTRAIN_AZURE_LOG_POLL_CAP_S", 5.0)
+        self.status_attempts = int(env_float("DTRAIN_AZURE_STATUS_ATTEMPTS", 4))
+        self._final: dict[str, JobInfo] = {}          # terminal JobInfo per job: terminal is final
+        self._details_cache: dict[str, dict] = {}
+
+    # --- configuration -------------------------------------------------------------------------
+    def workspace(self, *, submitting: bool = False):
+        if self._ws is None:
+            r = resolution(*self._flags)
+            ws = r.workspace()
+            if ws is None:
+                hint = WORKSPACE_HINT
+                if submitting:
+                    hint += "; or run the job on this machine with `dtrain submit SPEC --local`"
+                raise ConfigError(r.missing_message(), hint=hint)
+            self._ws = ws
+        return self._ws
+
+    @property
+    def ml(self):
+        if self._ml is None:
+            ws = self.workspace()
+            with azure_errors("connect to Azure ML", workspace=ws):
+                self._ml = make_ml_client(ws, self.endpoint, self._credential)
+        return self._ml
+
+    def _tell(self, text: str, verbatim: bool = False) -> None:
+        """Backends never print: what the user should read goes to notify (the CLI prints it)."""
+        notice = Notice(text, verbatim=verbatim)
+        self.notices.append(notice)
+        if self._notify is not None:
+            self._notify(notice)
+
+    def _errors(self, what: str, job: str | None = None):
+        return azure_errors(what, job=job, workspace=self._ws)
+
+    # --- raw reads with retries ------------------------------------------------------------------
+    def _retrying(self, what: str, fn, *, job: str | None = None, gave_up=None):
+        """fn() with a few more tries on transient errors (after azure-core's own); at the end LostTrack,
+        or gave_up(reason) where "the job keeps running" is not what is known."""
+        backoff = Backoff(0.5, cap=8.0, factor=2.0)
+        last = None
+        for attempt in range(max(1, self.status_attempts)):
+            try:
+                return fn()
+            except Exception as exc:
+                if not transient(exc):
+                    raise translate(exc, what=what, job=job, workspace=self._ws) from exc
+                last = exc
+                if attempt + 1 < self.status_attempts:
+                    backoff.sleep()
+        reason = (f"could not {what} after {self.status_attempts} attempts "
+                  f"({type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''})")
+        if gave_up is not None:
+            raise gave_up(reason)
+        raise LostTrack(f"lost track of job '{job}': {reason}",
+                        hint="the job keeps running on Azure; `dtrain status " + (job or "NAME") + "` tries again")
+
+    def _get_raw(self, name: str, gave_up=None) -> dict | None:
+        """The job resource as REST JSON (properties in camelCase), or None when there is none."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        ml = self.ml
+
+        def get():
+            try:
+                return _as_dict(sdk.job_rest(ml.jobs, name))
+            except ResourceNotFoundError as exc:
+                if _workspace_missing(exc):
+                    raise
+                return None
+
+        return self._retrying("read the job", get, job=name, gave_up=gave_up)
+
+    def _run_details(self, name: str) -> dict:
+        ml = self.ml
+        return self._retrying("read the run details",
+                              lambda: _as_dict(sdk.run_details(ml.jobs, name)), job=name)
+
+    # --- plan / submit -------------------------------------------------------------------------
+    def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> AzurePlan:
+        from ...codefiles import check_code_folder
+
+        check_code_folder(spec.code_path())   # what the SDK's upload would hang or fail on, refused first
+        return build_plan(spec, options or SubmitOptions(), self.workspace(submitting=True))
+
+    def _load_job(self, plan: AzurePlan):
+        from azure.ai.ml import load_job
+
+        silence_loggers()
+        with self._errors("load the job spec into azure-ai-ml"):
+            return load_job(source=io.StringIO(plan.yaml), relative_origin=plan.relative_origin)
+
+    def submit(self, plan: AzurePlan) -> JobInfo:
+        self.workspace(submitting=True)
+        name = plan.name
+
+        def unchecked(reason: str) -> BackendError:
+            # nothing has been sent yet: no job, so "lost track" (7) would be wrong
+            return BackendError(f"could not check whether an Azure ML job named '{name}' exists ({reason}); "
+                                "nothing was submitted",
+                                hint="Azure ML is unavailable or throttling; run the same command again (with "
+                                     "the same --name it is safe to repeat)")
+
+        existing = self._get_raw(name, gave_up=unchecked)
+        if existing is not None:
+            return self._adopt(plan, existing)
+        ml = self.ml
+        backoff = Backoff(1.0, cap=4.0, factor=2.0)
+        for attempt in range(3):
+            job = self._load_job(plan)
+            try:
+                with muted_stderr(lambda text: self._tell(text, verbatim=True)):
+                    created = guarded(lambda: ml.jobs.create_or_update(job))
+                break
+            except Exception as exc:
+                if isinstance(exc, DtrainError):
+                    raise
+                if is_storage_failure(exc):      # the code upload comes before the job PUT
+                    raise upload_error(exc, name) from exc
+                if not _sent_to_azure(exc):
+                    raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
+                # A request may have been processed with its answer lost, and a retry of it refused
+                # (azure-core retries a PUT by itself): look before saying what happened or sending again.
+                existing = self._get_raw(name, gave_up=lambda reason: _maybe_submitted(name, exc, reason))
+                if existing is not None:
+                    info = self._adopt(plan, existing, ours=True)
+                    if not transient(exc):
+                        self._tell(f"Azure ML refused a repeated submit request ({_first_line(exc)}), but job "
+                                   f"'{name}' exists with this spec: the first request was processed")
+                    return info
+                if not transient(exc) or attempt == 2:
+                    raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
+                backoff.sleep()
+        return self._info_from_entity(created)
+
+    def _adopt(self, plan: AzurePlan, existing: dict, ours: bool = False) -> JobInfo:
+        props = existing.get("properties") or {}
+        diffs = differences(plan.body, props, name=plan.name)
+        if diffs:
+            raise UsageError(f"an Azure ML job named '{plan.name}' already exists with a different spec "
+                             f"(differs in {', '.join(diffs)}); nothing was submitted",
+                             hint="give a new name with --name (or drop `name:` from the spec to get a generated "
+                                  f"one); `dtrain status {plan.name}` shows the existing job")
+        if not ours:
+            self._tell(f"job '{plan.name}' already exists with this spec ({_status_text(props.get('status'))}): "
+                       "following it instead of submitting again")
+        return self._info_from_rest(existing)
+
+    # --- status ----------------------------------------------------------------------------------
+    def status(self, name: str) -> JobInfo:
+        if name in self._final:
+            return self._final[name]
+        raw = self._get_raw(name)
+        if raw is None:
+            raise JobNotFound(f"no Azure ML job named '{name}' in workspace {self.workspace().workspace_name}",
+                              hint="`dtrain list` shows the jobs")
+        info = self._info_from_rest(raw)
+        if info.terminal:
+            self._complete(info, raw.get("properties") or {})
+            self._final[name] = info
+        return info
+
+    def knows(self, name: str) -> bool:
+        try:
+            return self._get_raw(name) is not None
+        except JobNotFound:
+            return False
+
+    def _complete(self, info: JobInfo, props: dict) -> None:
+        """Times, failure and timeout of a terminal job, from its run details (one read per job)."""
+        try:
+            rd = self._run_details(info.name)
+        except (LostTrack, JobNotFound, ConfigError):
+            return
+        info.started = _iso(_parse_time(rd.get("startTimeUtc") or rd.get("start_time_utc"))) or info.started
+        info.ended = _iso(_parse_time(rd.get("endTimeUtc") or rd.get("end_time_utc"))) or info.ended
+        message = _error_message(rd.get("error"))
+        limit = _timeout_seconds(props)
+        if limit and info.status in ("Canceled", "Failed"):
+            s, e = _parse_time(info.started), _parse_time(info.ended)
+            ran = (e - s).total_seconds() if s and e else None
+            info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
+        if info.status == "Failed":
+            info.failure = self._failure(info, message, rd)
+
+    def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
+        import requests
+
+        from ..failure import last_lines, traceback_block
+        from .logs import tail_lines, user_logs
+
+        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {})
+        found = None
+        tails = {}
+        with requests.Session() as s:
+            for r, (_, url) in sorted(files.items())[:64]:
+                lines = tail_lines(s, url)
+                tails[r] = lines
+                tb = traceback_block(lines)
+                if tb:
+                    found = (r, tb)
+                    break
+        ppn = max(info.processes_per_node, 1)
+        if found:
+            r, tb = found
+            return FailureInfo(message=message or f"rank {r} failed", rank=r, node=r // ppn,
+                               last_lines=last_lines(tails[r]), traceback=tb)
+        lines = next((t for t in tails.values() if t), [])
+        single = len(files) == 1
+        return FailureInfo(message=message or "the job failed (Azure ML gave no reason)",
+                           rank=0 if single else None, node=0 if single else None, last_lines=last_lines(lines))
+
+    # --- logs ----------------------------------------------------------------------------------
+    def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
+        from .logs import follow_logs
+
+        raw = self._get_raw(name)
+        if raw is None:
+            raise JobNotFound(f"no Azure ML job named '{name}'", hint="`dtrain list` shows the jobs")
+        props = raw.get("properties") or {}
+        nodes, ppn = _shape(props)
+        dist = (props.get("distribution") or {})
+        world = nodes * ppn if dist.get("distributionType") in ("PyTorch", "Mpi") else (
+            int(dist.get("workerCount") or nodes) + int(dist.get("parameterServerCount") or 0)
+            if dist.get("distributionType") == "TensorFlow" else 1)
+        if rank is not None and not 0 <= rank < world:
+            raise UsageError(f"job '{name}' has no rank {rank}", hint=f"ranks are 0..{world - 1}")
+        ml = self.ml
+
+        def details():
+            try:
+                rd = _as_dict(sdk.run_details(ml.jobs, name))
+            except Exception as exc:
+                if transient(exc):
+                    raise                       # follow_logs tries again, then raises LostTrack
+                raise translate(exc, what="read the job's logs", job=name, workspace=self._ws) from exc
+            return _status_text(rd.get("status")), (rd.get("logFiles") or rd.get("log_files") or {})
+
+        return follow_logs(details, follow=follow, rank=rank, ppn=ppn,
+                           cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
+
+    # --- cancel ----------------------------------------------------------------------------------
+    def cancel(self, name: str) -> JobInfo:
+        info = self.status(name)
+        if info.terminal:
+            return info
+        ml = self.ml
+
+        def request():
+            poller = ml.jobs.begin_cancel(name)
+            poller.result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
+
+        self._retrying("cancel the job", request, job=name)
+        return self.status(name)
+
+    # --- list ----------------------------------------------------------------------------------
+    def list(self, *, experiment: str | None = None, tags: dict | None = None,
+             limit: int | None = None, names=None) -> list[JobInfo]:
+        """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here.
+        With `names`, paging stops as soon as every named job has been seen."""
+        wanted = set(names) if names else None
+        ml = self.ml
+        tags = dict(tags or {})
+        kwargs = {}
+        if tags:
+            k, v = next(iter(tags.items()))
+            kwargs["tag"] = k if v in (None, "") else f"{k}={v}"
+
+        def fetch():
+            out = []
+            for job in ml.jobs.list(**kwargs):
+                if job is None:
+                    continue
+                if wanted is not None:
+                    if job.name not in wanted:
+                        continue
+                    wanted.discard(job.name)
+                if experiment and job.experiment_name != experiment:
+                    continue
+                jt = job.tags or {}
+                if any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items()):
+                    continue
+                out.append(job)
+                if (limit is not None and len(out) >= limit) or wanted == set():
+                    break
+            return out
+
+        jobs = self._retrying("list jobs", fetch)
+        infos = []
+        for job in jobs:
+            info = self._info_from_entity(job)
+            if info.terminal and info.status in ("Canceled", "Failed") and getattr(job, "limits", None) \
+                    and getattr(job.limits, "timeout", None):
+                info = self._final.get(info.name) or self.status(info.name)  # once per ended job, then cached
+            infos.append(info)
+        return infos
+
+    # --- conversions -----------------------------------------------------------------------------
+    def _info_from_rest(self, raw: dict) -> JobInfo:
+        props = raw.get("properties") or {}
+        nodes, ppn = _shape(props)
+        sysd = raw.get("systemData") or raw.get("system_data") or {}
+        studio = ((props.get("services") or {}).get("Studio") or {}).get("endpoint")
+        return JobInfo(name=raw.get("name"), backend=self.name, status=_status_text(props.get("status")),
+                       display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
+                       created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
+                       url=studio, tags=dict(props.get("tags") or {}))
+
+    def _info_from_entity(self, job) -> JobInfo:
+        nodes = getattr(getattr(job, "resources", None), "instance_count", None) or 1
+        dist = getattr(job, "distribution", None)
+        ppn = getattr(dist, "process_count_per_instance", None) or 1
+        created = getattr(getattr(job, "creation_context", None), "created_at", None)
+        return JobInfo(name=job.name, backend=self.name, status=_status_text(job.status),
+                       display_name=job.display_name, experiment_name=job.experiment_name,
+                       created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
+                       url=getattr(job, "studio_url", None), tags=dict(job.tags or {}))
+
+
+def _first_line(exc) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def _sent_to_azure(exc) -> bool:
+    """The failure came from an HTTP exchange, so the job PUT may have reached the service."""
+    from azure.core.exceptions import AzureError
+
+    try:
+        import requests
+        net = (AzureError, requests.RequestException, ConnectionError, TimeoutError)
+    except ImportError:  # pragma: no cover
+        net = (AzureError, ConnectionError, TimeoutError)
+    return isinstance(exc, net)
+
+
+def _maybe_submitted(name: str, exc, reason: str) -> LostTrack:
+    return LostTrack(f"job '{name}' may have been submitted: the submit request failed ({_first_line(exc)}) and "
+                     f"the job could not be looked up afterwards ({reason})",
+                     hint=f"`dtrain status {name}` shows whether it exists; submitting again with the same "
+                          "--name is safe (an existing job of this spec is followed, not submitted twice)")
+
+
+def _workspace_missing(exc) -> bool:
+    text = str(getattr(exc, "message", "") or exc).lower()
+    code = str(getattr(getattr(exc, "error", None), "code", "") or "")
+    return code in ("ResourceGroupNotFound", "WorkspaceNotFound", "SubscriptionNotFound") or \
+        "resource group" in text or "workspaces/" in text or "subscription" in text
