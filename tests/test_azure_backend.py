@@ -220,9 +220,11 @@ def test_submit_wait_exit_codes_and_every_line_once(emu, project):
     def traceback_writer():
         # bounded: if the job never arrives (a refused PUT), the pool below must still be able to exit
         deadline = time.monotonic() + 60
-        while "failed" not in emu.jobs or emu.job_status("failed") != "Running":
+        # as soon as the job exists: its Running window is 0.8 s, which a starved thread on a loaded
+        # machine could miss (seen once); the log is read from its start whenever it is appended
+        while "failed" not in emu.jobs:
             if time.monotonic() > deadline:
-                raise AssertionError("job 'failed' never reached Running in the emulator")
+                raise AssertionError("job 'failed' never reached the emulator")
             time.sleep(0.05)
         emu.append_log("failed", "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                                  "RuntimeError: CUDA out of memory\n", rank=1)
