@@ -2,6 +2,11 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "job_templates"
 
 BASE = ("command: python train.py\nenvironment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\n"
         "distribution:\n  type: pytorch\n  process_count_per_instance: 2\n")
@@ -202,3 +207,17 @@ def test_show_completion_prints_each_shells_script(cli):
         # typer picks the shell from the process tree; its test switch takes it as a value instead
         r = cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
         assert r.returncode == 0 and "_DTRAIN_COMPLETE" in r.stdout and marker in r.stdout, (shell, r.stdout)
+
+
+@pytest.mark.parametrize("template", ["pytorch-ddp", "tensorflow-parameter-server", "mpi"])
+def test_render_local_twice_prints_the_same_plan(cli, tmp_path, template):
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    spec = TEMPLATES / f"{template}.yml"
+    first, second = (cli("render", spec, "--local", env=env) for _ in range(2))
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert first.stdout == second.stdout                    # ports and the generated name are placeholders
+    plan = json.loads(first.stdout)
+    assert plan["name"] == "<name, generated at submit>" and plan["ports"] == [] and plan["n_ports"] >= 1
+    assert "<port 0, chosen at submit>" in first.stdout
+    assert not (tmp_path / "home").exists()
+

@@ -145,7 +145,8 @@ def render(
     input_: Optional[List[str]] = typer.Option(None, "--input", metavar="NAME=PATH",
                                                help="Local path for an input (with --local)."),
 ):
-    """Print exactly what would be submitted. No side effects."""
+    """Print exactly what would be submitted. No side effects: the same output every time (a local plan
+    shows its ports, and a generated name, as placeholders that submit fills in)."""
     from .output import out, out_json
 
     if format not in (None, "yaml", "rest"):
@@ -281,7 +282,12 @@ def status(
     _workspace_flags(subscription, resource_group, workspace)
     _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
-    _print_info(_backend_for(name, local).status(name), output)
+    info = _backend_for(name, local).status(name)
+    _print_info(info, output)
+    if output == "text" and info.ports:
+        from .output import err
+
+        err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
 
 
 @app.command()
