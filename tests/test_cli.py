@@ -2,6 +2,11 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "job_templates"
 
 BASE = ("command: python train.py\nenvironment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest\n"
         "distribution:\n  type: pytorch\n  process_count_per_instance: 2\n")
@@ -29,7 +34,7 @@ def test_startup_does_not_import_azure_sdk(write):
              "loaded = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))\n"
              "print('AZURE_MODULES=' + ','.join(loaded), file=sys.stderr)\n")
     for args in (["--help"], ["validate", str(p)], ["render", str(p)], ["schema"], ["templates"],
-                 ["init", str(p.parent / "scaffold"), "--template", "pytorch-ddp"]):
+                 ["init", str(p.parent / "scaffold"), "--template", "pytorch-ddp"], ["submit", str(p), "--dry-run"]):
         r = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
         assert "AZURE_MODULES=\n" in r.stderr or r.stderr.rstrip().endswith("AZURE_MODULES="), (args, r.stderr)
 
@@ -202,3 +207,43 @@ def test_show_completion_prints_each_shells_script(cli):
         # typer picks the shell from the process tree; its test switch takes it as a value instead
         r = cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
         assert r.returncode == 0 and "_DTRAIN_COMPLETE" in r.stdout and marker in r.stdout, (shell, r.stdout)
+
+
+@pytest.mark.parametrize("template", ["pytorch-ddp", "tensorflow-parameter-server", "mpi"])
+def test_render_local_twice_prints_the_same_plan(cli, tmp_path, template):
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    spec = TEMPLATES / f"{template}.yml"
+    first, second = (cli("render", spec, "--local", env=env) for _ in range(2))
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert first.stdout == second.stdout                    # ports and the generated name are placeholders
+    plan = json.loads(first.stdout)
+    assert plan["name"] == "<name, generated at submit>" and plan["ports"] == [] and plan["n_ports"] >= 1
+    assert "<port 0, chosen at submit>" in first.stdout
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_submit_dry_run_prints_what_render_prints_and_submits_nothing(cli, tmp_path, local):
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    spec = TEMPLATES / "pytorch-ddp.yml"
+    flags = ["--name", "dry_1", "--set", "inputs.epochs=3"] + (["--local"] if local else [])
+    rendered = cli("render", spec, *flags, env=env)
+    dry = cli("submit", spec, *flags, "--dry-run", env=env)
+    assert rendered.returncode == dry.returncode == 0, dry.stderr
+    assert dry.stdout == rendered.stdout and dry.stdout.strip()
+    assert not (tmp_path / "home").exists()                 # no job folder, nothing started
+    if local:
+        assert json.loads(dry.stdout)["name"] == "dry_1"
+
+
+def test_submit_dry_run_of_a_local_compute_spec_is_render_local(cli, write, tmp_path):
+    env = {"DTRAIN_HOME": str(tmp_path / "home")}
+    p = write("job.yml", BASE + "compute: local\n")
+    dry = cli("submit", p, "--dry-run", env=env)
+    assert dry.returncode == 0 and dry.stdout == cli("render", p, "--local", env=env).stdout
+    assert json.loads(dry.stdout)["backend"] == "local" and not (tmp_path / "home").exists()
+
+
+def test_submit_dry_run_refuses_flags_it_would_ignore(cli, write):
+    r = cli("submit", write("job.yml", BASE), "--dry-run", "--wait")
+    assert r.returncode == 2 and "--wait does nothing with --dry-run" in r.stderr and r.stdout == ""

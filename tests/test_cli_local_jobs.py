@@ -267,3 +267,35 @@ def test_submit_wait_on_a_terminal_shows_progress_in_place(write, env):
     assert "starting 2 processes on 1 node" in text and "\r\x1b[K" in text
     assert re.search(r"\d:0[12]", text)                    # the elapsed time ticks
     assert re.search(r"first log line after [\d.]+ s", text)
+
+
+def test_status_shows_the_ports_the_processes_got(cli, write, env, tmp_path):
+    cmd = "python -c \"import os; print('port', os.environ['MASTER_PORT'])\""
+    r = cli("submit", spec(write, json.dumps(cmd)), "--wait", "--output", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    name = json.loads(r.stdout)["name"]
+    st = json.loads(cli("status", name, "-o", "json", env=env).stdout)
+    port = st["ports"]["MASTER_PORT"]
+    assert isinstance(port, int) and port > 0 and list(st["ports"]) == ["MASTER_PORT"]
+    job = tmp_path / "home" / "jobs" / name
+    seen = {(job / "user_logs" / f"std_log_process_0{i}.txt").read_text().strip() for i in range(2)}
+    assert seen == {f"port {port}"}                          # what both ranks got is what status shows
+    text = cli("status", name, env=env)
+    assert text.stdout == f"{name}\tCompleted\n" and f"ports: MASTER_PORT={port}" in text.stderr
+    plan = json.loads((job / "plan.json").read_text())       # plan.json is what ran, ports filled in
+    assert plan["ports"] == [port] and plan["name"] == name
+    assert {p["env"]["MASTER_PORT"] for p in plan["processes"]} == {str(port)}
+    assert "chosen at submit" not in (job / "plan.json").read_text()
+
+
+def test_mpi_without_mpirun_exits_2_at_submit_and_writes_nothing(cli, write, env, tmp_path):
+    empty = tmp_path / "no-tools"
+    empty.mkdir()
+    env = dict(env, PATH=str(empty))
+    p = write("mpi.yml", JOB.format(command="'true'", extra="").replace("type: pytorch", "type: mpi"))
+    r = cli("render", p, "--local", env=env)                 # the plan does not need mpirun
+    assert r.returncode == 0 and json.loads(r.stdout)["processes"][0]["argv"][0] == "mpirun"
+    r = cli("submit", p, env=env)
+    assert r.returncode == 2 and "mpirun is not installed" in r.stderr
+    assert "apt-get install -y openmpi-bin" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "home").exists()

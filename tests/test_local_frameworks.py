@@ -52,7 +52,7 @@ def test_pytorch_env_in_real_processes(tmp_path, dtrain_home, nodes, ppn):
     world = nodes * ppn
     assert sorted(envs) == list(range(world))
     ports = {e["MASTER_PORT"] for _, e in envs.values()}
-    assert len(ports) == 1 and ports.pop().isdigit()
+    assert ports == {str(info.ports["MASTER_PORT"])}          # what status shows is what every rank got
     for rank, (node, e) in envs.items():
         assert (e["RANK"], e["LOCAL_RANK"], e["NODE_RANK"], e["WORLD_SIZE"], e["MASTER_ADDR"]) == \
                (str(rank), str(rank % ppn), str(rank // ppn), str(world), "127.0.0.1")
@@ -70,7 +70,13 @@ def test_mpi_env_in_real_ranks(tmp_path, dtrain_home, nodes, ppn):
     world = nodes * ppn
     assert sorted(envs) == list(range(world))
     masters = {e["AZ_BATCH_MASTER_NODE"] for _, e in envs.values()}
-    assert len(masters) == 1 and masters.pop().startswith("127.0.0.1:")
+    assert masters == {f"127.0.0.1:{info.ports['AZ_BATCH_MASTER_NODE']}"}
+    # submit checked mpirun and ran that one: its path is recorded, and it is in the plan.json that ran
+    from dtrain.backends.local.store import read_json, read_state
+
+    job = dtrain_home / "jobs" / name
+    mpirun = read_state(job)["mpirun"]
+    assert mpirun.startswith("/") and read_json(job / "plan.json")["processes"][0]["argv"][0] == mpirun
     for rank, (node, e) in envs.items():
         assert e["OMPI_COMM_WORLD_RANK"] == str(rank)
         assert e["OMPI_COMM_WORLD_SIZE"] == str(world)
@@ -98,6 +104,8 @@ def test_tensorflow_env_in_real_processes(tmp_path, dtrain_home, nodes, workers,
     assert len(cluster["worker"]) == n_workers and len(cluster.get("ps", [])) == ps
     tasks = [(configs[r]["task"]["type"], configs[r]["task"]["index"]) for r in sorted(configs)]
     assert tasks == [("worker", i) for i in range(n_workers)] + [("ps", i) for i in range(ps)]
+    # status names each task's port, in task order
+    assert [(k, f"127.0.0.1:{p}") for k, p in info.ports.items()] == [(f"{t} {i}", cluster[t][i]) for t, i in tasks]
     for rank, (node, e) in envs.items():
         _common(e, name, node, nodes)
 

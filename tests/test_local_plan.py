@@ -15,6 +15,7 @@ from dtrain.backends.base import SubmitOptions
 from dtrain.backends.local import LocalBackend
 from dtrain.backends.local import env as lenv
 from dtrain.backends.local.ignore import snapshot
+from dtrain.backends.local.plan import NAME_PLACEHOLDER, LocalPlan
 from dtrain.backends.local.logs import FileTail
 from dtrain.backends.names import generate_name
 from dtrain.backends.local.store import atomic_write_json, read_json
@@ -66,7 +67,9 @@ def test_pytorch_env_per_process(tmp_path, dtrain_home, nodes, ppn):
     assert len(envs) == nodes * ppn
     assert sorted(int(e["RANK"]) for e in envs) == list(range(nodes * ppn))
     assert {e["MASTER_ADDR"] for e in envs} == {"127.0.0.1"}
-    assert len({e["MASTER_PORT"] for e in envs}) == 1 and int(envs[0]["MASTER_PORT"]) > 0
+    assert {e["MASTER_PORT"] for e in envs} == {lenv.PORT_TEMPLATE.format(0)} == {"<port 0, chosen at submit>"}
+    bound = envs_of(plan.bind([41234]))
+    assert {e["MASTER_PORT"] for e in bound} == {"41234"} and plan.port_names() == ["MASTER_PORT"]
     for i, e in enumerate(envs):
         assert e["WORLD_SIZE"] == str(nodes * ppn)
         assert e["RANK"] == str(i)
@@ -87,9 +90,58 @@ def test_plan_is_pure_and_stable(tmp_path, dtrain_home):
     b = LocalBackend()
     p1, p2 = b.plan(spec, SubmitOptions(name="same")), b.plan(spec, SubmitOptions(name="same"))
     assert not dtrain_home.exists()                        # nothing written
-    assert p1.plan_hash() == p2.plan_hash()                # ports picked differ, the identity does not
+    assert p1.to_dict() == p2.to_dict() and p1.plan_hash() == p2.plan_hash()
+    assert p1.ports == [] and not p1.bound
     assert json.loads(json.dumps(p1.to_dict())) == p1.to_dict()
     assert p1.to_dict()["backend"] == "local"
+    # the ports a submit picks do not change the job's identity, and the plan round-trips through its type
+    ran = p1.bind([5000])
+    assert ran.bound and ran.ports == [5000] and ran.plan_hash() != p1.plan_hash()
+    assert LocalPlan.from_dict(json.loads(json.dumps(ran.to_dict()))).to_dict() == ran.to_dict()
+    assert LocalPlan.from_dict(p1.to_dict()).plan_hash() == p1.plan_hash()
+
+
+class _Forbidden(Exception):
+    pass
+
+
+def _forbid(*a, **k):
+    raise _Forbidden("building a plan must not open sockets or start processes")
+
+
+@pytest.mark.parametrize("kind,nodes,ppn,ps", [("pytorch", 2, 2, 0), ("tensorflow", 2, 1, 1), ("mpi", 2, 2, 0),
+                                               ("none", 2, 1, 0)])
+def test_building_a_plan_opens_no_socket_and_starts_no_process(tmp_path, dtrain_home, monkeypatch,
+                                                               kind, nodes, ppn, ps):
+    import socket
+    import subprocess
+
+    spec = make_spec(tmp_path, dist_body(kind, nodes, ppn, ps=ps))
+    for mod, attr in ((socket, "socket"), (socket, "create_connection"), (subprocess, "run"),
+                      (subprocess, "Popen"), (subprocess, "check_output"), (os, "system"), (os, "fork")):
+        monkeypatch.setattr(mod, attr, _forbid)
+    p1 = LocalBackend().plan(spec, SubmitOptions())
+    p2 = LocalBackend().plan(spec, SubmitOptions())
+    assert json.dumps(p1.to_dict()) == json.dumps(p2.to_dict())     # generated name included: a placeholder
+    assert p1.name == NAME_PLACEHOLDER and not dtrain_home.exists()
+    assert p1.n_ports == (0 if kind == "none" else len(p1.port_names())) and p1.ports == []
+
+
+def test_submit_names_the_plan_and_fills_its_ports(tmp_path, dtrain_home):
+    spec = make_spec(tmp_path, dist_body("tensorflow", 2, workers=2, ps=1))
+    plan = LocalBackend().plan(spec, SubmitOptions())
+    assert plan.port_names() == ["worker 0", "worker 1", "ps 0"]
+    named = plan.named("tf_job_1")
+    text = json.dumps(named.to_dict())
+    assert NAME_PLACEHOLDER not in text and "tf_job_1" in text
+    assert named.job_dir == str(dtrain_home / "jobs" / "tf_job_1")
+    assert all(p.env["AZUREML_RUN_ID"] == "tf_job_1" for p in named.processes)
+    ran = named.bind([7001, 7002, 7003])
+    configs = [json.loads(p.env["TF_CONFIG"]) for p in ran.processes]
+    assert configs[0]["cluster"] == {"worker": ["127.0.0.1:7001", "127.0.0.1:7002"], "ps": ["127.0.0.1:7003"]}
+    assert "chosen at submit" not in json.dumps(ran.to_dict())
+    with pytest.raises(UsageError):
+        plan.named("bad name")
 
 
 # --- TensorFlow -------------------------------------------------------------------------------------------
@@ -125,7 +177,7 @@ def test_mpi_plan_runs_mpirun(tmp_path, dtrain_home, nodes, ppn):
     assert len(d["processes"]) == 1
     launcher = d["processes"][0]
     argv = launcher["argv"]
-    assert Path(argv[0]).name == "mpirun"
+    assert argv[0] == "mpirun"                             # submit puts the path of the mpirun it checked
     assert "--oversubscribe" in argv and argv[argv.index("-np") + 1] == str(nodes * ppn)
     if os.geteuid() == 0:
         assert "--allow-run-as-root" in argv
@@ -135,13 +187,30 @@ def test_mpi_plan_runs_mpirun(tmp_path, dtrain_home, nodes, ppn):
     assert [r["node"] for r in d["ranks"]] == [i // ppn for i in range(nodes * ppn)]
 
 
-def test_mpi_missing_mpirun_is_a_clear_error(tmp_path, dtrain_home, monkeypatch):
+def test_mpi_missing_mpirun_is_a_clear_error_at_submit(tmp_path, dtrain_home, monkeypatch):
     spec = make_spec(tmp_path, dist_body("mpi", 1, 2))
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    b = LocalBackend()
+    plan = b.plan(spec, SubmitOptions(name="mp"))          # the plan does not look for mpirun
     with pytest.raises(DtrainError) as exc:
-        LocalBackend().plan(spec, SubmitOptions(name="mp"))
+        b.submit(plan)
     assert exc.value.exit_code == ExitCode.INVALID
     assert "mpirun" in exc.value.message and "apt-get install -y openmpi-bin" in exc.value.hint
+    assert not dtrain_home.exists()                        # nothing written, nothing started
+
+
+def test_mpi_that_is_not_open_mpi_is_refused_at_submit(tmp_path, dtrain_home, monkeypatch):
+    fake = tmp_path / "bin" / "mpirun"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'HYDRA build details: MPICH'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    b = LocalBackend()
+    plan = b.plan(make_spec(tmp_path, dist_body("mpi", 1, 2)), SubmitOptions(name="mp"))
+    with pytest.raises(DtrainError) as exc:
+        b.submit(plan)
+    assert exc.value.exit_code == ExitCode.INVALID and "Open MPI" in exc.value.message
+    assert not dtrain_home.exists()
 
 
 def test_ray_is_refused(tmp_path, dtrain_home):

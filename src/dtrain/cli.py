@@ -145,18 +145,23 @@ def render(
     input_: Optional[List[str]] = typer.Option(None, "--input", metavar="NAME=PATH",
                                                help="Local path for an input (with --local)."),
 ):
-    """Print exactly what would be submitted. No side effects."""
-    from .output import out, out_json
-
+    """Print exactly what would be submitted. No side effects: the same output every time (a local plan
+    shows its ports, and a generated name, as placeholders that submit fills in)."""
     if format not in (None, "yaml", "rest"):
         raise UsageError(f"--format must be yaml or rest, not '{format}'")
     _useless("--format", local and format, "does not apply with --local, which prints the local plan as JSON")
     _useless("--input", input_ and not local, "only applies with --local (a local path for an input)")
-    format = format or "yaml"
-    spec_obj = _load(spec, set_)
+    _print_rendered(_load(spec, set_), local=local, format=format or "yaml", name=name, inputs=input_)
+
+
+def _print_rendered(spec_obj, *, local: bool, format: str, name, inputs) -> None:
+    """What `render` prints, and `submit --dry-run` too: the local plan as JSON, or the Azure job (YAML
+    or the REST body). The Azure rendering is the spec layer's own: the Azure SDK is never loaded."""
+    from .output import out, out_json
+
     if local:
         backend = _get_backend("local")
-        out_json(backend.plan(spec_obj, _submit_options(name, input_)).to_dict())
+        out_json(backend.plan(spec_obj, _submit_options(name, inputs)).to_dict())
         return
     from .spec import render as r
 
@@ -233,6 +238,9 @@ def submit(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="With --wait: stop waiting after S seconds "
                                             "(exit 4; the job keeps running)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="With --wait: do not stream logs."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Submit nothing: print what `dtrain render` prints "
+                                 "for this spec and flags (the local plan as JSON for a local run, else the "
+                                 "Azure job YAML) and exit 0."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
@@ -242,6 +250,12 @@ def submit(
     from .output import note, out
 
     _check_output(output)
+    if dry_run:
+        flags = [f for f, v in (("--wait", wait), ("--output", output != "text"), ("--timeout", timeout is not None),
+                                ("--quiet", quiet), ("--subscription", subscription),
+                                ("--resource-group", resource_group), ("--workspace", workspace)) if v]
+        _useless(", ".join(flags), flags, f"{'does' if len(flags) == 1 else 'do'} nothing with --dry-run, which "
+                 "submits nothing and prints what `dtrain render` prints")
     _check_timeout(timeout)  # before anything is submitted
     _useless("--timeout", timeout is not None and not wait, "only applies with --wait")
     _useless("--quiet", quiet and not wait, "only applies with --wait (without it no log is streamed)")
@@ -250,6 +264,9 @@ def submit(
     spec_obj = _load(spec, set_)
     is_local = local or spec_obj.is_local_compute
     _useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
+    if dry_run:
+        _print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_)
+        return
     backend = _get_backend("local" if is_local else "azureml")
     plan = backend.plan(spec_obj, _submit_options(name, input_))
     for n in getattr(plan, "notes", ()) or ():
@@ -281,7 +298,12 @@ def status(
     _workspace_flags(subscription, resource_group, workspace)
     _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
-    _print_info(_backend_for(name, local).status(name), output)
+    info = _backend_for(name, local).status(name)
+    _print_info(info, output)
+    if output == "text" and info.ports:
+        from .output import err
+
+        err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
 
 
 @app.command()

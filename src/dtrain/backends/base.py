@@ -71,6 +71,7 @@ class JobInfo:
     failure: FailureInfo | None = None
     timed_out: bool = False               # ended by limits.timeout (exit 4, whatever the status)
     last_line: str | None = None          # newest log line, where a backend has it cheaply (watch)
+    ports: dict | None = None             # local jobs: the ports the processes got, by use (MASTER_PORT, ...)
 
     @property
     def terminal(self) -> bool:

@@ -11,10 +11,34 @@ LOCAL_COMPUTE = "local"
 
 @dataclass(frozen=True)
 class Distribution:
+    """How Azure ML starts processes on the job's nodes. The one place that counts them: validation,
+    the local plan and the job's shape all ask here."""
+
     type: str                                   # "pytorch" | "tensorflow" | "mpi" | "ray"
     process_count_per_instance: int | None = None
     worker_count: int | None = None
     parameter_server_count: int = 0
+
+    def workers(self, nodes: int) -> int:
+        """TensorFlow workers: worker_count, one per node by default."""
+        return self.worker_count or nodes
+
+    def process_count(self, nodes: int) -> int:
+        """Processes (ranks, or TensorFlow tasks: workers + parameter servers) in the whole job."""
+        if self.type in ("pytorch", "mpi"):
+            return nodes * (self.process_count_per_instance or 1)
+        if self.type == "tensorflow":
+            return self.workers(nodes) + (self.parameter_server_count or 0)
+        return nodes
+
+    def processes_per_node(self, nodes: int) -> int:
+        """Processes on each node. TensorFlow tasks are spread evenly over the nodes, so a node holds
+        ceil(tasks / nodes) of them (task k sits on node k // that)."""
+        if self.type in ("pytorch", "mpi"):
+            return self.process_count_per_instance or 1
+        if self.type == "tensorflow":
+            return max(1, -(-self.process_count(nodes) // max(1, nodes)))
+        return 1
 
 
 @dataclass(frozen=True)
@@ -110,14 +134,13 @@ class JobSpec:
     def processes_per_node(self) -> int:
         """Processes Azure ML starts on each node."""
         d = self.distribution
-        if d is None:
-            return 1
-        if d.type in ("pytorch", "mpi"):
-            return d.process_count_per_instance or 1
-        if d.type == "tensorflow":
-            total = (d.worker_count or self.instance_count) + d.parameter_server_count
-            return max(1, -(-total // self.instance_count))
-        return 1
+        return d.processes_per_node(self.instance_count) if d else 1
+
+    @property
+    def process_count(self) -> int:
+        """Processes Azure ML starts in all (without a distribution: the command once on every node)."""
+        d = self.distribution
+        return d.process_count(self.instance_count) if d else self.instance_count
 
     @property
     def inputs(self) -> dict[str, InputSpec]:

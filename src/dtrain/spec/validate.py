@@ -15,7 +15,7 @@ from ..errors import SpecError, UsageError
 from . import overrides as _overrides
 from .diagnostics import Collector
 from .fields import did_you_mean
-from .model import JobSpec, is_remote_ref
+from .model import Distribution, JobSpec, is_remote_ref
 from .schema import COMMAND_JOB, ENVIRONMENT
 from .secrets import looks_secret
 from .yamlload import load_text
@@ -234,7 +234,8 @@ def _check_distribution(data: dict, c: Collector) -> None:
     kind = str(d.get("type", "")).lower()
     nodes = _int(res.get("instance_count"), 1)
     if kind == "tensorflow":
-        procs = _int(d.get("worker_count"), nodes) + _int(d.get("parameter_server_count"), 0)
+        procs = Distribution("tensorflow", worker_count=_int(d.get("worker_count"), nodes),
+                             parameter_server_count=_int(d.get("parameter_server_count"), 0)).process_count(nodes)
         if procs < nodes:
             c.warning(("distribution", "worker_count"), f"{procs} worker and parameter-server processes on "
                       f"{nodes} nodes: {nodes - procs} node(s) would run nothing",

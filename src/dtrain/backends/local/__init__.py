@@ -19,9 +19,11 @@ from ...codefiles import code_files, copy_files
 from ...errors import JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from ..names import generate_name
+from . import env as _env
 from . import procs
 from .logs import follow_logs
-from .plan import LocalPlan, LocalProcess, build_plan
+from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
 from .watchdog import LOST_STATUS, lost_failure
 from .store import (PLAN, STATE, CorruptState, atomic_write_json, checked_home, dtrain_home, ensure_writable,
@@ -60,9 +62,17 @@ class LocalBackend:
 
     # --- plan / submit ---------------------------------------------------------------------------
     def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> LocalPlan:
+        """The plan `render --local` prints and submit runs; pure (no socket, no process, no file)."""
         return build_plan(spec, options or SubmitOptions(), self.home)
 
     def submit(self, plan: LocalPlan) -> JobInfo:
+        """Run `plan`. What only a submit can choose is chosen here, in this order: the tools it needs are
+        checked (Open MPI's mpirun; exit 2 before anything is written), the name is generated when the
+        plan has none, and free ports are picked and filled in. The job's plan.json is the plan with all
+        of that filled in, exactly what the supervisor starts; state.json records the ports by use."""
+        mpirun = check_mpirun() if plan.framework == "mpi" else None
+        if not plan.is_named:
+            plan = plan.named(generate_name())
         target = Path(plan.job_dir)
         root = target.parent
         ensure_writable(root)
@@ -85,7 +95,10 @@ class LocalBackend:
                     (staging / p.relative_to(target)).mkdir(parents=True, exist_ok=True)
                 except ValueError:  # a datastore folder outside the job (see store.datastore_path)
                     p.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(staging / PLAN, plan.to_dict(templates=True))
+            # Picked last, just before the supervisor starts, so the ports are still free when the
+            # processes bind them.
+            ports = _env.free_ports(plan.n_ports)
+            atomic_write_json(staging / PLAN, plan.bind(ports, mpirun=mpirun).to_dict())
             state = {
                 "name": plan.name, "status": "Queued", "created": _now(), "started": None, "ended": None,
                 "experiment_name": plan.experiment_name, "display_name": plan.display_name,
@@ -93,7 +106,11 @@ class LocalBackend:
                 "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
                 "supervisor": None, "processes": [], "failure": None, "timed_out": False,
                 "cancel_requested": False, "grace_s": grace_seconds(),
+                # in port order (state.json's keys are sorted), each with its use: see _ports
+                "ports": ports, "port_names": plan.port_names(),
             }
+            if mpirun:
+                state["mpirun"] = mpirun
             atomic_write_json(staging / STATE, state)
             os.rename(staging, target)
         except OSError:
@@ -349,7 +366,16 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
                    created=state.get("created"), started=state.get("started"), ended=state.get("ended"),
                    nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
                    url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
-                   timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir))
+                   timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir),
+                   ports=_ports(state))
+
+
+def _ports(state: dict) -> dict:
+    """The ports the job's processes got, by use, in port order (see LocalPlan.port_names): e.g.
+    {"MASTER_PORT": 41203}; {} for a job without any."""
+    ports = state.get("ports") if isinstance(state.get("ports"), list) else []
+    names = state.get("port_names") if isinstance(state.get("port_names"), list) else []
+    return {(names[i] if i < len(names) else f"port {i}"): p for i, p in enumerate(ports)}
 
 
 def _last_line(job_dir: Path, tail: int = 4096) -> str | None:

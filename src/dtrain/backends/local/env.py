@@ -1,9 +1,10 @@
 """The Azure ML environment of each process, emulated on one host.
 
-`layout()` turns a spec into the processes Azure ML would start (rank, node, local rank) and the
-variables each one gets. Ports are written as templates (PORT_TEMPLATE.format(i)) and filled with free
-ports when the job starts (`render_ports`), so that a plan is a stable value (its hash does not change
-with the ports it happened to pick).
+The plan (plan.py) lays out the processes Azure ML would start (rank, node, local rank) and the
+variables each one gets. Ports are written as placeholders (PORT_TEMPLATE.format(i), which reads
+`<port i, chosen at submit>`), so that building a plan opens no socket and a plan is a stable value:
+`render --local` prints the same plan every time. `submit` picks free ports (`free_ports`) and fills
+them in (`render_ports`); the plan.json it writes holds the ports the processes got.
 
 What each framework gets is documented in docs/local-backend.md; keep the two in step.
 """
@@ -15,8 +16,8 @@ import re
 import socket
 
 LOCALHOST = "127.0.0.1"
-PORT_TEMPLATE = "@@DTRAIN_PORT_{}@@"
-_PORT_RE = re.compile(r"@@DTRAIN_PORT_(\d+)@@")
+PORT_TEMPLATE = "<port {}, chosen at submit>"
+_PORT_RE = re.compile(r"<port (\d+), chosen at submit>")
 
 # Bash run by mpirun for every rank: the emulated node layout, then one log file per rank (Azure's
 # layout), then the user's command through a shell, as Azure runs it.
@@ -32,7 +33,8 @@ def log_name(rank: int) -> str:
 
 
 def free_ports(n: int) -> list[int]:
-    """n distinct ports free right now (bound to port 0 and released together so they differ)."""
+    """n distinct ports free right now (bound to port 0 and released together so they differ). Called by
+    submit only: a plan never opens a socket."""
     socks, ports = [], []
     try:
         for _ in range(n):

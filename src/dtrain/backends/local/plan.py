@@ -1,4 +1,12 @@
-"""LocalPlan: what `submit --local` would run, as a value (no files written, nothing started)."""
+"""LocalPlan: what `submit --local` runs, as a value.
+
+Building a plan is pure: no file is written, no socket opened, no process started, so `render --local`
+prints the same plan every time. What only submit can choose is left as a placeholder that reads as
+such: each port (`<port i, chosen at submit>`, see env.py) and a name Azure-style generated when neither
+the spec nor --name gives one (NAME_PLACEHOLDER). `LocalBackend.submit` names the plan, checks the
+tools it needs (Open MPI's mpirun), picks free ports and fills them in (`named`, `bind`); the plan.json
+it writes is the plan the supervisor runs, ports included.
+"""
 from __future__ import annotations
 
 import copy
@@ -16,8 +24,10 @@ from ...errors import UsageError
 from ...spec.model import JobSpec, is_remote_ref
 from ..base import SubmitOptions
 from . import env as _env
-from ..names import generate_name
 from .store import datastore_path, jobs_root, valid_name
+
+# The job name in a plan built without one; submit generates the name (as Azure does) and fills it in.
+NAME_PLACEHOLDER = "<name, generated at submit>"
 
 # The most processes one local job may start, whatever the machine (see process_cap()).
 MAX_LOCAL_PROCESSES = 4096
@@ -34,7 +44,8 @@ class LocalProcess:
     """One OS process the supervisor starts."""
 
     argv: list
-    env: dict                  # added on top of the submitting shell's environment (ports as templates)
+    env: dict                  # added on top of the submitting shell's environment (ports as placeholders
+                               # until submit fills them in)
     cwd: str
     log: str                   # relative to the job folder
     rank: int | None = None    # global rank; None for the mpirun launcher
@@ -42,13 +53,14 @@ class LocalProcess:
     local_rank: int | None = None
     role: str = "process"      # process | worker | ps | launcher
 
-    def to_dict(self, ports: list | None = None) -> dict:
-        d = {"rank": self.rank, "node": self.node, "local_rank": self.local_rank, "role": self.role,
-             "argv": list(self.argv), "cwd": self.cwd, "log": self.log, "env": dict(self.env)}
-        if ports is not None:
-            d["env"] = _env.render_env(d["env"], ports)
-            d["argv"] = [_env.render_ports(a, ports) for a in d["argv"]]
-        return d
+    def to_dict(self) -> dict:
+        return {"rank": self.rank, "node": self.node, "local_rank": self.local_rank, "role": self.role,
+                "argv": list(self.argv), "cwd": self.cwd, "log": self.log, "env": dict(self.env)}
+
+    @classmethod
+    def from_dict(cls, p: dict) -> "LocalProcess":
+        return cls(argv=list(p["argv"]), env=dict(p["env"]), cwd=p["cwd"], log=p["log"], rank=p.get("rank"),
+                   node=p.get("node"), local_rank=p.get("local_rank"), role=p.get("role", "process"))
 
 
 @dataclass
@@ -62,7 +74,8 @@ class LocalPlan:
     processes: list            # [LocalProcess]
     ranks: list                # [{"rank", "node", "local_rank", "role", "log"}]: one per rank (log source)
     n_ports: int = 0
-    ports: list = field(default_factory=list)     # picked at plan time, for display; re-picked at start
+    ports: list = field(default_factory=list)     # empty until submit picks them (bind): then the ports the
+                                                  # processes got, already filled into their env
     code: str | None = None    # the local code folder/file copied into snapshot/
     inputs: dict = field(default_factory=dict)    # name -> literal or absolute local path
     outputs: dict = field(default_factory=dict)   # name -> absolute path in the job folder
@@ -75,12 +88,13 @@ class LocalPlan:
     spec_source: str | None = None
     backend: str = "local"
 
-    def to_dict(self, *, templates: bool = False) -> dict:
-        ports = None if templates else self.ports
+    def to_dict(self) -> dict:
+        """The plan as JSON: what `render --local` prints (placeholders and all) and, once submit has
+        filled them in, the job's plan.json."""
         return {
             "backend": self.backend, "name": self.name, "job_dir": self.job_dir, "framework": self.framework,
             "nodes": self.nodes, "processes_per_node": self.processes_per_node, "command": self.command,
-            "processes": [p.to_dict(ports) for p in self.processes],
+            "processes": [p.to_dict() for p in self.processes],
             "ranks": copy.deepcopy(self.ranks), "n_ports": self.n_ports, "ports": list(self.ports),
             "code": self.code, "inputs": dict(self.inputs), "outputs": dict(self.outputs),
             "output_dirs": list(self.output_dirs), "timeout": self.timeout,
@@ -89,17 +103,65 @@ class LocalPlan:
         }
 
     def plan_hash(self) -> str:
-        """Identity of the job for idempotent resubmits: everything but the ports picked and the notes."""
-        d = self.to_dict(templates=True)
+        """Identity of the job for idempotent resubmits: everything but the notes, of the named plan
+        before its ports are picked (so it does not change with the ports a submit happened to get)."""
+        d = self.to_dict()
         for k in ("ports", "notes"):
             d.pop(k, None)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
+    @property
+    def is_named(self) -> bool:
+        return self.name != NAME_PLACEHOLDER
+
+    def port_names(self) -> list[str]:
+        """What each port is for, in port order: MASTER_PORT (pytorch), AZ_BATCH_MASTER_NODE (mpi), or
+        the TensorFlow task whose TF_CONFIG address it is (`worker i`, `ps i`; workers first)."""
+        if self.framework == "pytorch":
+            names = ["MASTER_PORT"]
+        elif self.framework == "mpi":
+            names = ["AZ_BATCH_MASTER_NODE"]
+        elif self.framework == "tensorflow":
+            workers = sum(1 for r in self.ranks if r.get("role") == "worker")
+            names = [f"worker {i}" if i < workers else f"ps {i - workers}" for i in range(len(self.ranks))]
+        else:
+            names = []
+        return (names + [f"port {i}" for i in range(len(names), self.n_ports)])[:self.n_ports]
+
+    def named(self, name: str) -> "LocalPlan":
+        """This plan under `name` (a plan built without a name has NAME_PLACEHOLDER everywhere it goes)."""
+        if not valid_name(name):
+            raise UsageError(f"job name '{name}' is not valid",
+                             hint="use letters, digits, '_' and '-' (starting with a letter or digit), at most 255")
+        if self.is_named:
+            if name != self.name:
+                raise ValueError(f"plan '{self.name}' is already named")
+            return self
+        d = _map_strings(self.to_dict(), lambda s: s.replace(NAME_PLACEHOLDER, name))
+        return LocalPlan.from_dict(d)
+
+    def bind(self, ports: list, mpirun: str | None = None) -> "LocalPlan":
+        """The plan as it runs: `ports` filled into every process (argv and env), and mpirun (the
+        launcher's argv[0]) as the path submit checked. Nothing else changes."""
+        if len(ports) != self.n_ports:
+            raise ValueError(f"the plan needs {self.n_ports} ports, not {len(ports)}")
+        d = self.to_dict()
+        d["processes"] = _map_strings(d["processes"], lambda s: _env.render_ports(s, ports))
+        if mpirun:
+            for p in d["processes"]:
+                if p["role"] == "launcher":
+                    p["argv"][0] = mpirun
+        d["ports"] = list(ports)
+        return LocalPlan.from_dict(d)
+
+    @property
+    def bound(self) -> bool:
+        """Whether every port is filled in (a plan from plan.json written by submit is)."""
+        return len(self.ports) == self.n_ports
+
     @classmethod
     def from_dict(cls, d: dict) -> "LocalPlan":
-        procs = [LocalProcess(argv=p["argv"], env=p["env"], cwd=p["cwd"], log=p["log"], rank=p.get("rank"),
-                              node=p.get("node"), local_rank=p.get("local_rank"), role=p.get("role", "process"))
-                 for p in d["processes"]]
+        procs = [LocalProcess.from_dict(p) for p in d["processes"]]
         kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
                                     "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source")}
@@ -108,6 +170,17 @@ class LocalPlan:
         for k in ("ports", "notes", "output_dirs"):
             kw[k] = kw[k] or []
         return cls(processes=procs, **kw)
+
+
+def _map_strings(obj, fn):
+    """obj (JSON-like) with fn applied to every string in it, keys included."""
+    if isinstance(obj, str):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {_map_strings(k, fn): _map_strings(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_strings(v, fn) for v in obj]
+    return obj
 
 
 def _literal(v) -> str:
@@ -179,6 +252,8 @@ def _substitute(text: str, inputs: dict, outputs: dict) -> str:
 
 
 def check_mpirun() -> str:
+    """The path of Open MPI's mpirun, or a UsageError (exit 2). Runs `mpirun --version`: submit calls it,
+    before anything is written or started; building a plan never does."""
     exe = shutil.which("mpirun")
     if not exe:
         raise UsageError("distribution type mpi runs under mpirun, and mpirun is not installed here",
@@ -215,19 +290,12 @@ def process_cap() -> tuple[int, str]:
     return min(caps)
 
 
-def _process_count(kind: str, nodes: int, d) -> int:
-    if kind in ("pytorch", "mpi"):
-        return nodes * (d.process_count_per_instance or 1)
-    if kind == "tensorflow":
-        return (d.worker_count or nodes) + (d.parameter_server_count or 0)
-    return nodes
-
-
-def check_process_count(kind: str, nodes: int, d) -> None:
+def check_process_count(spec: JobSpec) -> None:
     """Refuse (exit 2), before laying anything out, a job with more processes than this machine can hold."""
-    if kind == "ray":
+    d = spec.distribution
+    if d is not None and d.type == "ray":
         return
-    n = _process_count(kind, nodes, d)
+    n = spec.process_count
     cap, why = process_cap()
     if n > cap:
         raise UsageError(f"this job would start {n} processes on this machine; a local job may start at most "
@@ -237,15 +305,18 @@ def check_process_count(kind: str, nodes: int, d) -> None:
 
 
 def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) -> LocalPlan:
-    name = options.name or spec.name or generate_name()
-    if not valid_name(name):
+    """The local plan of `spec`: pure (see the module's docstring), and every error bad input can cause
+    (names, process cap, ray, remote inputs or code) is raised here, so `render --local` reports it."""
+    name = options.name or spec.name
+    if name is not None and not valid_name(name):
         raise UsageError(f"job name '{name}' is not valid",
                          hint="use letters, digits, '_' and '-' (starting with a letter or digit), at most 255")
+    name = name or NAME_PLACEHOLDER
     job_dir = jobs_root(home) / name
     d = spec.distribution
     kind = d.type if d else "none"
     nodes = spec.instance_count
-    check_process_count(kind, nodes, d)
+    check_process_count(spec)
 
     inputs = _resolve_inputs(spec, options, home)
     outputs, output_dirs = {}, []
@@ -291,19 +362,17 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
                 r = node * ppn + lr
                 add(r, node, lr, "process", _env.pytorch_env(rank=r, node=node, local_rank=lr, nodes=nodes, ppn=ppn))
     elif kind == "tensorflow":
-        workers = d.worker_count or nodes
-        ps = d.parameter_server_count or 0
-        total = workers + ps
-        ppn = max(1, -(-total // nodes))
+        workers, total = d.workers(nodes), d.process_count(nodes)
+        ps = total - workers
+        ppn = d.processes_per_node(nodes)
         n_ports = total
         for i in range(total):
             role, index = ("worker", i) if i < workers else ("ps", i - workers)
             add(i, i // ppn, i % ppn, role, {"TF_CONFIG": _env.tf_config(workers=workers, ps=ps, role=role, index=index)})
     elif kind == "mpi":
         ppn = d.process_count_per_instance or 1
-        exe = check_mpirun()
         n_ports = 1
-        argv = [exe]
+        argv = ["mpirun"]               # submit checks it is Open MPI's and puts its path here
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             argv.append("--allow-run-as-root")
         argv += ["--oversubscribe", "--bind-to", "none", "-np", str(nodes * ppn),
@@ -334,8 +403,8 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
 
     return LocalPlan(
         name=name, job_dir=str(job_dir), framework=kind, nodes=nodes,
-        processes_per_node=(ppn if kind != "tensorflow" else max(1, -(-len(ranks) // nodes))),
-        command=command, processes=processes, ranks=ranks, n_ports=n_ports, ports=_env.free_ports(n_ports),
+        processes_per_node=ppn,
+        command=command, processes=processes, ranks=ranks, n_ports=n_ports, ports=[],
         code=str(code_src) if code_src else None, inputs=inputs, outputs=outputs,
         output_dirs=sorted(set(output_dirs)), timeout=spec.timeout,
         experiment_name=options.experiment_name or spec.data.get("experiment_name"),

@@ -3,7 +3,7 @@
 Layout of one job folder (paths relative to it):
 
   state.json                 the job's state (written atomically: temp file + fsync + os.replace)
-  plan.json                  the plan that was submitted (LocalPlan.to_dict())
+  plan.json                  the plan that ran: LocalPlan.to_dict() with the name, ports and mpirun filled in
   snapshot/                  the copy of `code` the command runs from (its working directory)
   outputs/<name>/            one folder per output (${{outputs.<name>}})
   user_logs/std_log_process_NN.txt   one log per process, Azure's layout

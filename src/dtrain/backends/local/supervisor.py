@@ -25,7 +25,8 @@ from . import env as _env
 from .. import failure as _failure
 from . import procs
 from ...exitcodes import TERMINAL_STATUSES as TERMINAL
-from .store import PLAN, read_json, read_state, update_state
+from .plan import LocalPlan
+from .store import PLAN, atomic_write_json, read_json, read_state, update_state
 
 DEFAULT_GRACE_S = 5.0
 
@@ -52,7 +53,8 @@ def job_grace(state: dict) -> float:
 class Supervisor:
     def __init__(self, job_dir: Path, watchdog: int | None = None):
         self.job_dir = Path(job_dir)
-        self.plan = read_json(self.job_dir / PLAN)
+        # The plan submit wrote, ports filled in: started exactly as it is.
+        self.plan = LocalPlan.from_dict(read_json(self.job_dir / PLAN))
         state = read_state(self.job_dir)
         self.token = state["token"]
         self.grace = job_grace(state)
@@ -119,30 +121,34 @@ class Supervisor:
 
     def start_processes(self):
         plan = self.plan
-        ports = _env.free_ports(int(plan.get("n_ports") or 0))
+        picked = None
+        if not plan.bound:       # a plan.json without its ports (not written by submit): pick them now
+            picked = _env.free_ports(plan.n_ports)
+            plan = self.plan = plan.bind(picked)
+            with contextlib.suppress(OSError):
+                atomic_write_json(self.job_dir / PLAN, plan.to_dict())
         (self.job_dir / "user_logs").mkdir(exist_ok=True)
         (self.job_dir / "system_logs").mkdir(exist_ok=True)
-        for d in plan.get("output_dirs") or []:
+        for d in plan.output_dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
         base = dict(os.environ)
         base.pop("DTRAIN_LOCAL_GRACE_S", None)
         base.pop(procs.OWNER_VAR, None)
         base[procs.TOKEN_VAR] = self.token
         me = os.getpid()
-        for p in plan["processes"]:
-            env = {**base, **_env.render_env(p["env"], ports)}
-            argv = [_env.render_ports(a, ports) for a in p["argv"]]
-            log_path = self.job_dir / p["log"]
+        for p in plan.processes:
+            env = {**base, **p.env}
+            log_path = self.job_dir / p.log
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab", buffering=0) as log:
                 # mpirun gets SIGTERM when the supervisor dies so that it takes its ranks down with it.
-                deathsig = signal.SIGTERM if p.get("role") == "launcher" else signal.SIGKILL
-                child = subprocess.Popen(argv, cwd=p["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                deathsig = signal.SIGTERM if p.role == "launcher" else signal.SIGKILL
+                child = subprocess.Popen(list(p.argv), cwd=p.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, close_fds=True,
                                          preexec_fn=procs.child_preexec(me, deathsig))
-            rec = {"rank": p.get("rank"), "node": p.get("node"), "role": p.get("role"), "pid": child.pid,
+            rec = {"rank": p.rank, "node": p.node, "role": p.role, "pid": child.pid,
                    "pgid": child.pid, "sid": child.pid, "start_time": procs.start_time(child.pid), "exit_code": None,
-                   "log": p["log"]}
+                   "log": p.log}
             child.returncode = 0          # we reap with waitpid(-1); keep Popen.__del__ from touching it
             self.records.append(rec)
             self.children[child.pid] = rec
@@ -152,7 +158,8 @@ class Supervisor:
                 s["status"] = "Running"
             s["started"] = now_iso()
             s["processes"] = self.records
-            s["ports"] = ports
+            if picked is not None:
+                s["ports"], s["port_names"] = picked, plan.port_names()
 
         update_state(self.job_dir, mark_running)
 
@@ -178,7 +185,7 @@ class Supervisor:
         return done
 
     def wait(self) -> int:
-        timeout = self.plan.get("timeout")
+        timeout = self.plan.timeout
         t0 = time.monotonic()
         deadline = t0 + timeout if timeout else None
         reason, first_fail = None, None
@@ -245,7 +252,7 @@ class Supervisor:
         if rec.get("role") == "launcher":          # mpirun: which rank failed first, from its report
             r, c = _failure.mpi_first_failure(self.job_dir / rec["log"])
             if r is not None:
-                ranks = {x["rank"]: x for x in self.plan.get("ranks") or []}
+                ranks = {x["rank"]: x for x in self.plan.ranks or []}
                 rank, code = r, c
                 node = ranks.get(r, {}).get("node")
         if rank is not None:
@@ -256,7 +263,7 @@ class Supervisor:
             who = "mpirun"
         how = (f"was killed by {rec['signal']}" if rec.get("signal") and rank == rec.get("rank")
                else f"exited with code {code}")
-        n_other = len(self.plan.get("ranks") or []) - 1
+        n_other = len(self.plan.ranks or []) - 1
         msg = f"{who} {how}" + (f"; the other {n_other} process{'es were' if n_other != 1 else ' was'} stopped"
                                 if n_other > 0 else "")
         return {"message": msg, "rank": rank, "node": node, "exit_code": code,
