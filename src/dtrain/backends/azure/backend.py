@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
-from ...spec.model import JobSpec
+from ...spec.model import Distribution, JobSpec
 from ..backoff import Backoff
 from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from ..settings import env_float
@@ -81,12 +81,20 @@ def _as_dict(obj) -> dict:
         return {}
 
 
+_REST_DISTRIBUTION = {"PyTorch": "pytorch", "Mpi": "mpi", "TensorFlow": "tensorflow", "Ray": "ray"}
+
+
 def _shape(props: dict) -> tuple[int, int]:
+    """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
     nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
     dist = props.get("distribution") or {}
-    if dist.get("distributionType") in ("PyTorch", "Mpi"):
-        return nodes, int(dist.get("processCountPerInstance") or 1)
-    return nodes, 1
+    kind = _REST_DISTRIBUTION.get(dist.get("distributionType"))
+    if kind is None:
+        return nodes, 1
+    d = Distribution(type=kind, process_count_per_instance=dist.get("processCountPerInstance"),
+                     worker_count=dist.get("workerCount"),
+                     parameter_server_count=int(dist.get("parameterServerCount") or 0))
+    return nodes, d.processes_per_node(nodes)
 
 
 def _timeout_seconds(props: dict) -> float | None:
