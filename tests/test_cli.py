@@ -16,7 +16,7 @@ def test_help_documents_exit_codes(cli):
     r = cli("--help")
     assert r.returncode == 0
     for code in ("0 success", "1 job Failed", "2 invalid", "3 Canceled", "4 timed out", "5 infrastructure",
-                 "6 authentication", "7 lost track", "130 interrupted"):
+                 "6 authentication", "7 lost track", "70 internal error", "130 interrupted"):
         assert code in " ".join(r.stdout.split()), code
 
 
@@ -202,3 +202,24 @@ def test_show_completion_prints_each_shells_script(cli):
         # typer picks the shell from the process tree; its test switch takes it as a value instead
         r = cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
         assert r.returncode == 0 and "_DTRAIN_COMPLETE" in r.stdout and marker in r.stdout, (shell, r.stdout)
+
+
+def test_a_dtrain_bug_exits_70_with_one_line_and_debug_shows_the_traceback(write, monkeypatch, capsys):
+    from dtrain.cli import main
+    from dtrain.exitcodes import ExitCode
+    from dtrain.spec import validate as validate_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(validate_mod, "load_spec", boom)
+    p = write("job.yml", BASE)
+    assert main(["validate", str(p)]) == ExitCode.INTERNAL == 70
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: kaboom" in err and "dtrain bug" in err and "Traceback" not in err
+    try:
+        main(["--debug", "validate", str(p)])
+    except RuntimeError as exc:  # --debug lets the bug through, with its traceback
+        assert str(exc) == "kaboom"
+    else:
+        raise AssertionError("--debug swallowed the bug")

@@ -739,7 +739,7 @@ def main(argv=None) -> int:
 
         error(f"internal error: {type(exc).__name__}: {exc}",
               "this is a dtrain bug; rerun with --debug for the traceback and report it")
-        return 70
+        return int(ExitCode.INTERNAL)
 
 
 def run() -> None:
