@@ -247,7 +247,3 @@ def resolve(subscription: str | None = None, resource_group: str | None = None,
     """(workspace, descriptions of the missing parts)."""
     r = resolution(subscription, resource_group, workspace)
     return r.workspace(), r.missing_text()
-
-
-def azure_configured() -> bool:
-    return not resolution().missing

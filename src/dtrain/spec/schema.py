@@ -8,8 +8,6 @@ from __future__ import annotations
 from .fields import (AnyValue, Bool, DictField, Field, Int, ListField, Map, Scalar, Str, Tagged, UnionField,
                      camel_to_snake)
 
-SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
-
 # Azure ML run ids: a letter or digit, then letters, digits, '_' or '-', at most 255 in all.
 JOB_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}"
 JOB_NAME_HINT = "use letters, digits, '-' and '_', starting with a letter or digit (at most 255)"
@@ -21,8 +19,6 @@ ENV_REF_HINT = ("name a registered environment as azureml:NAME:VERSION or azurem
                 "azureml://registries/REG/environments/NAME/versions/V, an environment YAML as file:PATH, "
                 "or write an inline mapping with image:")
 
-DATA_INPUT_TYPES = ("uri_file", "uri_folder")
-MODEL_TYPES = ("custom_model", "mlflow_model", "triton_model")
 INPUT_MODES = {
     "uri_file": ("ro_mount", "download", "direct"),
     "uri_folder": ("ro_mount", "download", "direct"),
@@ -33,7 +29,6 @@ INPUT_MODES = {
 }
 OUTPUT_TYPES = ("uri_folder", "uri_file", "mltable", "custom_model", "mlflow_model", "triton_model")
 OUTPUT_MODES = ("rw_mount", "upload", "direct", "mount")
-ALL_INPUT_MODES = ("ro_mount", "download", "direct", "eval_mount", "eval_download")
 
 _path_doc = ("Local path (uploaded), azureml:name:version / azureml:name@latest asset, "
              "azureml://datastores/... URI, https:// or wasbs:// URL")
