@@ -17,7 +17,7 @@ import pytest
 from azure_emulator import AzureMLEmulator, fake_jwt, validate_job_body
 
 # End to end through real processes and the emulator: about 2 minutes on 2 cores.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sdk]
 
 TRAIN_PY = "import sys\nprint('training', sys.argv[1:])\n"
 JOB_YML = """\

@@ -5,7 +5,7 @@ import pytest
 
 from test_azure_backend import dtrain, emu, emu_env, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.slow   # a job started and followed through the emulator
+pytestmark = [pytest.mark.slow, pytest.mark.sdk]   # a job started and followed through the emulator
 
 
 def test_submit_wait_reports_each_start_phase_and_ends_with_the_studio_url(emu, project):  # noqa: F811

@@ -79,6 +79,7 @@ def emulator_env(emu, tmp: Path, **extra) -> dict:
                     DTRAIN_AZURE_RETRY_BACKOFF_S="0.1", **extra)
 
 
+@pytest.mark.sdk
 @pytest.mark.slow  # a dozen dtrain processes against the emulator
 def test_azure_commands_never_load_the_local_backend(emu, project):
     env = emulator_env(emu, project)
@@ -122,6 +123,7 @@ def test_the_local_backend_refuses_other_platforms_with_exit_2(mode, project):
     assert r.returncode == 6 and "missing subscription id" in r.stderr
 
 
+@pytest.mark.sdk
 @pytest.mark.slow  # submits and waits through the emulator
 def test_az_defaults_alone_reach_the_workspace(emu, project):
     az = project / "az"
