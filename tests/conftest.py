@@ -31,6 +31,40 @@ def _sdk_cloud_stays_in_its_test(monkeypatch):
     monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
 
 
+# What the machine running the tests may have set, and dtrain (or azure-identity, or a training script)
+# would read: a CI's own variables, a developer's workspace defaults and credentials, an Azure ML job's
+# variables (the tests may run inside one). Cleared for every test; a test sets what it is about.
+_CLEARED_PREFIXES = ("DTRAIN_", "AZURE_", "AZUREML_", "AZURESUBSCRIPTION_", "OMPI_COMM_WORLD_")
+_CLEARED = (
+    "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUNNER_TEMP",
+    "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "TF_BUILD", "AGENT_TEMPDIRECTORY", "SYSTEM_OIDCREQUESTURI", "SYSTEM_ACCESSTOKEN",
+    "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "MSI_ENDPOINT", "MSI_SECRET",   # managed identity
+    "FORCE_COLOR", "AZ_BATCH_MASTER_NODE", "MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK",
+    "WORLD_SIZE", "TF_CONFIG",
+)
+_KEPT = ("DTRAIN_CONFORMANCE",)   # where the conformance material is (see above): the tests' own setting
+
+
+@pytest.fixture(scope="session")
+def _empty_azure_config_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("azure-config-empty")
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch, tmp_path, _empty_azure_config_dir):
+    """Every test, in process and in the processes it starts (they inherit os.environ), sees the same
+    environment whatever the machine has: DTRAIN_HOME in the test's tmp_path, NO_COLOR, no CI, no
+    workspace defaults, an empty az config folder (never the developer's ~/.azure). The interpreter is
+    fixed by pytest_configure. A test's own monkeypatch.setenv comes after this and wins."""
+    for k in list(os.environ):
+        if (k in _CLEARED or k.startswith(_CLEARED_PREFIXES)) and k not in _KEPT:
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("DTRAIN_HOME", str(tmp_path / "dtrain-home"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(_empty_azure_config_dir))
+
+
 def pytest_collection_modifyitems(config, items):
     if HAVE_CONFORMANCE:
         return
@@ -48,18 +82,16 @@ def conformance_dir() -> Path:
 
 
 @pytest.fixture
-def dtrain_home(tmp_path, monkeypatch):
+def dtrain_home(tmp_path):
+    """The test's DTRAIN_HOME (set by _hermetic_environment)."""
     home = tmp_path / "dtrain-home"
-    monkeypatch.setenv("DTRAIN_HOME", str(home))
+    assert os.environ["DTRAIN_HOME"] == str(home)
     return home
 
 
 def run_cli(*args, cwd=None, env=None, timeout=120, input=None):
     """Run `python -m dtrain ...` as a real process; returns CompletedProcess (text)."""
-    e = dict(os.environ)
-    e.pop("FORCE_COLOR", None)
-    e["NO_COLOR"] = "1"
-    e.update(env or {})
+    e = {**os.environ, **(env or {})}   # os.environ: see _hermetic_environment
     return subprocess.run([sys.executable, "-m", "dtrain", *map(str, args)], cwd=cwd, env=e, timeout=timeout,
                           capture_output=True, text=True, input=input)
 

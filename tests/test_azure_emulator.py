@@ -209,6 +209,8 @@ def test_begin_cancel_polls_the_operation_to_canceled(emu, ml, project):
     assert emu.requests_to(r"/operationStatuses/", "GET")
 
 
+@pytest.mark.sdk
+@pytest.mark.slow  # seconds of retry back-off
 def test_throttling_and_unavailable_are_retried_without_duplicates(emu, ml, project):
     throttled = emu.throttle(r"/jobs/[^/]+$", retry_after=1, method="PUT")
     unavailable = emu.fail(r"/jobs/[^/]+$", 503, method="PUT")
@@ -352,6 +354,8 @@ def test_job_resources_have_the_shape_the_service_answers_with(emu, ml, project)
     assert got.outputs["default"].path.endswith(f"dcid.{job.name}") and _text(got.status) == "Completed"
 
 
+@pytest.mark.sdk
+@pytest.mark.slow  # waits for emulated jobs to end
 def test_stream_prints_rank_zero_until_completed_or_raises_on_failure(emu, ml, project):
     # with outputs.default (as the service adds it) jobs.stream lists logs through the artifact
     # datastore over https, out of a loopback emulator's reach: leave it out so the SDK reads logFiles
@@ -416,6 +420,8 @@ def _conformance_command_jobs():
     return out
 
 
+@pytest.mark.sdk
+@pytest.mark.slow  # every conformance YAML through the SDK
 def test_conformance_command_jobs_submit_with_spec_valid_bodies(emu, ml):
     cases = _conformance_command_jobs()
     assert len(cases) >= 20

@@ -82,7 +82,8 @@ class Fakes:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll interval: shutdown() waits for the next poll (0.5 s by default, at every teardown)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def transport(self) -> RequestsTransport:
         """azure-core's own requests transport, with https://login.microsoftonline.com sent to this server."""

@@ -21,7 +21,7 @@ def test_help_documents_exit_codes(cli):
     r = cli("--help")
     assert r.returncode == 0
     for code in ("0 success", "1 job Failed", "2 invalid", "3 Canceled", "4 timed out", "5 infrastructure",
-                 "6 authentication", "7 lost track", "130 interrupted"):
+                 "6 authentication", "7 lost track", "70 internal error", "130 interrupted"):
         assert code in " ".join(r.stdout.split()), code
 
 
@@ -247,3 +247,24 @@ def test_submit_dry_run_of_a_local_compute_spec_is_render_local(cli, write, tmp_
 def test_submit_dry_run_refuses_flags_it_would_ignore(cli, write):
     r = cli("submit", write("job.yml", BASE), "--dry-run", "--wait")
     assert r.returncode == 2 and "--wait does nothing with --dry-run" in r.stderr and r.stdout == ""
+
+
+def test_a_dtrain_bug_exits_70_with_one_line_and_debug_shows_the_traceback(write, monkeypatch, capsys):
+    from dtrain.cli import main
+    from dtrain.exitcodes import ExitCode
+    from dtrain.spec import validate as validate_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(validate_mod, "load_spec", boom)
+    p = write("job.yml", BASE)
+    assert main(["validate", str(p)]) == ExitCode.INTERNAL == 70
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: kaboom" in err and "dtrain bug" in err and "Traceback" not in err
+    try:
+        main(["--debug", "validate", str(p)])
+    except RuntimeError as exc:  # --debug lets the bug through, with its traceback
+        assert str(exc) == "kaboom"
+    else:
+        raise AssertionError("--debug swallowed the bug")

@@ -1,7 +1,11 @@
 """submit --wait on Azure (the emulator): what it says while the job starts, and its summary line."""
 import re
 
+import pytest
+
 from test_azure_backend import dtrain, emu, emu_env, project  # noqa: F401  (fixtures)
+
+pytestmark = [pytest.mark.slow, pytest.mark.sdk]   # a job started and followed through the emulator
 
 
 def test_submit_wait_reports_each_start_phase_and_ends_with_the_studio_url(emu, project):  # noqa: F811

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def env(tmp_path):
-    return {"DTRAIN_HOME": str(tmp_path / "home"), "GITHUB_ACTIONS": "", "TF_BUILD": ""}
+    return {"DTRAIN_HOME": str(tmp_path / "home")}
 
 
 def spec(write, command, extra=""):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dtrain.backends.local.ignore import snapshot
 from dtrain.codefiles import code_files
 from dtrain.errors import UsageError
+from test_local_plan import snapshot
 
 JOB = "command: python train.py\ncode: src\nenvironment: azureml:env:1\ncompute: local\n"
 

@@ -18,6 +18,8 @@ def _cases():
     return [pytest.param(c, id=c["file"].split("cli/jobs/")[-1]) for c in json.loads(manifest.read_text())["cases"]]
 
 
+@pytest.mark.sdk
+@pytest.mark.slow   # each case loads the YAML through azure-ai-ml: about 10 s for all
 @pytest.mark.parametrize("case", _cases())
 def test_conformance_case(case, conformance_dir):
     path = conformance_dir / case["file"]

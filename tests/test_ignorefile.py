@@ -61,6 +61,8 @@ CASES = [
     (["**/"], ["x", "a/b"]),
     (["*/"], ["x", "a/b"]),
     (["**/**/x"], ["x", "a/x"]),
+    (["/**/"], ["x", "a/a", "a/b/c"]),         # nothing, in the SDK's vendored pathspec (hypothesis found it)
+    (["*", "!/**/**/"], ["x", "a/a"]),
     # trailing slash: matches what is inside a folder, never the name itself
     (["logs/"], ["logs", "logs/a.txt", "a/logs/b"]),
     # globs, classes

@@ -159,7 +159,8 @@ def test_lowest_allowed_versions_pass_the_offline_and_emulator_tests(tmp_path):
            if n not in pulled_higher and (n not in installed or Version(installed[n]) != Version(v))}
     assert off == {}, "installed, lower bound"
 
-    # the offline and emulator tiers; the training scripts need torch and TensorFlow, not dtrain's ranges
-    r = run([str(python), "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
+    # the fast tier and every test through azure-ai-ml (emulator, conformance); the training scripts need
+    # torch and TensorFlow, not dtrain's ranges
+    r = run([str(python), "-m", "pytest", "-q", "-m", "not slow or sdk", "-p", "no:cacheprovider",
              "--ignore", "tests/test_training_scripts.py", "tests"], cwd=src, env=env, timeout=1200)
     assert r.returncode == 0, r.stdout[-6000:]

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def test_python_on_path_is_the_interpreter_running_the_tests():
     r = subprocess.run(["python", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True,
@@ -14,6 +16,7 @@ def test_python_on_path_is_the_interpreter_running_the_tests():
     assert os.path.samefile(r.stdout.strip(), sys.executable)
 
 
+@pytest.mark.slow   # a second pytest session
 def test_an_unrelated_python_first_on_path_does_not_reach_the_tests(tmp_path):
     fake = tmp_path / "bin"
     fake.mkdir()

@@ -14,11 +14,11 @@ import pytest
 from dtrain.backends.base import SubmitOptions
 from dtrain.backends.local import LocalBackend
 from dtrain.backends.local import env as lenv
-from dtrain.backends.local.ignore import snapshot
 from dtrain.backends.local.plan import NAME_PLACEHOLDER, LocalPlan
 from dtrain.backends.local.logs import FileTail
 from dtrain.backends.names import generate_name
 from dtrain.backends.local.store import atomic_write_json, read_json
+from dtrain.codefiles import code_files, copy_files
 from dtrain.errors import DtrainError, UsageError
 from dtrain.exitcodes import ExitCode
 from dtrain.spec.validate import load_spec
@@ -291,6 +291,12 @@ def test_generated_names_look_like_azure():
 
 
 # --- ignore files -----------------------------------------------------------------------------------------
+
+def snapshot(src: Path, dest: Path):
+    """What the local backend copies into a job's snapshot/ (code_files, then copy_files): (count, ignore file)."""
+    files = code_files(src)
+    return copy_files(files, dest), files.ignore_file
+
 
 def _tree(root: Path, files):
     for f in files:

@@ -38,6 +38,7 @@ def home(tmp_path):
     return h
 
 
+@pytest.mark.slow   # three dtrain processes per shape
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_list_shows_the_corrupt_job_and_every_other(cli, home, shape):
     _job(home, f"bad_{shape}", SHAPES[shape])

@@ -302,6 +302,7 @@ def test_atomic_write_never_leaves_partial_files(tmp_path, monkeypatch):
         assert [p.name for p in tmp_path.iterdir()] == ["ckpt.bin"]
 
 
+@pytest.mark.slow  # imports torch
 def test_resumable_sampler_skips_consumed_samples(monkeypatch):
     with scripts_on_path(monkeypatch) as imp:
         tc = imp("torch_common")
@@ -331,6 +332,7 @@ def test_data_dir_round_trip(tmp_path, monkeypatch):
 # single process
 # --------------------------------------------------------------------------
 
+@pytest.mark.slow  # trains three times
 def test_single_node_learns_checkpoints_and_resumes_exactly(tmp_path):
     env = clean_env(MLFLOW_TRACKING_URI=f"file://{tmp_path}/mlruns")  # mlflow may be absent: must not fail
     script = str(SCRIPTS / "single_node.py")
@@ -351,6 +353,7 @@ def test_single_node_learns_checkpoints_and_resumes_exactly(tmp_path):
     assert final == pytest.approx(uninterrupted, rel=1e-4), "resume must continue exactly where it stopped"
 
 
+@pytest.mark.slow  # trains
 def test_single_node_data_dir(tmp_path):
     import numpy as np
 

@@ -186,7 +186,9 @@ def test_torchrun_with_multiple_processes_is_an_error(write):
 def test_torchrun_with_one_process_is_fine(write):
     p = write("job.yml", BASE.replace("python train.py", "torchrun --nproc_per_node 4 train.py") +
               "distribution:\n  type: pytorch\n  process_count_per_instance: 1\n")
-    load_spec(p)
+    spec, diags = load_spec(p)   # torchrun starts the 4 processes itself: Azure ML starts one per node
+    assert diags == [] and spec.processes_per_node == 1
+    assert spec.command == "torchrun --nproc_per_node 4 train.py"
 
 
 def test_more_processes_than_gpus_is_an_error(write):

@@ -57,8 +57,8 @@ def test_properties_and_data_are_escaped_per_ci(file, message):
     # properties: the separators ':' and ',' of GitHub's syntax never appear unescaped inside a value
     props = dict(p.split("=", 1) for p in head.split(" ", 1)[1].split(","))
     assert set(props) == {"file", "line", "col", "title"}
-    unescape = lambda s: s.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace(
-        "%2C", ",").replace("%25", "%")
+    def unescape(s):
+        return s.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
     assert unescape(props["file"]) == file and unescape(props["title"]) == "dtrain x:y,z"
     assert unescape(data) == message
     vso = azure_pipelines_annotation(d)
@@ -66,8 +66,8 @@ def test_properties_and_data_are_escaped_per_ci(file, message):
     body = vso[len("##vso[task.logissue "):]
     props_part, _, data = body.partition("]")
     vprops = dict(p.split("=", 1) for p in props_part.split(";"))
-    unv = lambda s: s.replace("%3B", ";").replace("%5D", "]").replace("%0D", "\r").replace(
-        "%0A", "\n").replace("%AZP25", "%")
+    def unv(s):
+        return s.replace("%3B", ";").replace("%5D", "]").replace("%0D", "\r").replace("%0A", "\n").replace("%AZP25", "%")
     assert unv(vprops["sourcepath"]) == file and vprops["linenumber"] == "1" and vprops["columnnumber"] == "2"
     assert unv(data) == message
 

@@ -1,5 +1,6 @@
 """Whatever the YAML holds, validation ends in a result or a SpecError: never a crash (a traceback is
 exit 70, a dtrain bug). Values of every shape are thrown at every key the schema knows."""
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ specs = st.one_of(random_specs, st.builds(lambda b, extra: {**b, **extra}, valid
                                           st.dictionaries(st.sampled_from(KEYS), values, max_size=4)))
 
 
+@pytest.mark.slow  # 400 generated specs
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs)
 def test_validation_never_crashes(tmp_path, data):

@@ -13,7 +13,7 @@ from .completion import local_job_names, template_names
 from .errors import DtrainError, UsageError
 from .exitcodes import HELP_TEXT, ExitCode
 
-_state = {"debug": False}
+_state: dict = {"debug": False}
 
 app = typer.Typer(
     name="dtrain",
@@ -184,7 +184,7 @@ def schema():
 def templates(output: str = OutputOpt):
     """List the job templates, one line each."""
     from . import templates as t
-    from .output import out, out_json
+    from .output import out
 
     _check_output(output)
     ts = t.all_templates()
@@ -568,7 +568,7 @@ def _azure_wanted():
 
 def _pairs(items, flag: str, bare_ok: bool = False) -> dict:
     """NAME=VALUE flags; with bare_ok a lone NAME means "has this key" (value None), as Azure's tag filter."""
-    outp = {}
+    outp: dict = {}
     for item in items or []:
         if "=" not in item:
             if bare_ok and item.strip():
@@ -769,7 +769,7 @@ def main(argv=None) -> int:
 
         error(f"internal error: {type(exc).__name__}: {exc}",
               "this is a dtrain bug; rerun with --debug for the traceback and report it")
-        return 70
+        return int(ExitCode.INTERNAL)
 
 
 def run() -> None:

@@ -90,7 +90,7 @@ def code_files(src: str | os.PathLike, *, limit: int | None = None) -> CodeFiles
     out.ignore_file = rules.source
     loops: list[tuple[str, str]] = []          # (link shown to the user, real folder it loops back to)
     # Stack of (folder as the walk reaches it, its real path, dest prefix, real paths of its ancestors).
-    stack = [(str(src), str(root), "", (str(root),))]
+    stack: list[tuple[str, str, str, tuple[str, ...]]] = [(str(src), str(root), "", (str(root),))]
     while stack:
         shown, real, prefix, chain = stack.pop()
         try:

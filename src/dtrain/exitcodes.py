@@ -13,6 +13,7 @@ class ExitCode(IntEnum):
     INFRA = 5           # NotResponding, Paused, preempted or lost nodes
     CONFIG = 6          # authentication, workspace or configuration error
     LOST = 7            # lost track of a job (status unreadable after retries)
+    INTERNAL = 70       # internal error: a dtrain bug (EX_SOFTWARE in sysexits.h)
     INTERRUPTED = 130   # Ctrl-C while waiting; the job keeps running
 
 
@@ -38,4 +39,4 @@ def exit_code_for_status(status: str) -> ExitCode:
 HELP_TEXT = """Exit codes: 0 success/Completed, 1 job Failed, 2 invalid input (nothing submitted),
 3 Canceled, 4 timed out, 5 infrastructure (NotResponding, Paused, lost nodes),
 6 authentication/workspace/configuration, 7 lost track of a job,
-130 interrupted (the job keeps running)."""
+70 internal error (a dtrain bug), 130 interrupted (the job keeps running)."""

@@ -29,14 +29,20 @@ class _AzurePattern(GitIgnoreSpecPattern):
     """pathspec's gitignore pattern with the vendored (0.10) glob rules azure-ai-ml matches with:
     `[^a]` is a literal caret (pathspec >= 1 reads it as negation), an unclosed `[` is a literal bracket
     (pathspec >= 1 drops the whole pattern), a trailing backslash makes the pattern invalid, and `!/`
-    matches nothing."""
+    matches nothing, nor does `/**/` (the vendored copy makes it `^(?:.+/)?/.*$`; pathspec >= 1 matches
+    every path)."""
 
     __slots__ = ()
 
     @classmethod
     def pattern_to_regex(cls, pattern):
-        if isinstance(pattern, str) and pattern.strip() == "!/":
-            return None, None
+        if isinstance(pattern, str):
+            p = pattern.strip()
+            if p == "!/":
+                return None, None
+            segs = p.removeprefix("!").split("/")
+            if len(segs) >= 3 and segs[0] == segs[-1] == "" and all(s == "**" for s in segs[1:-1]):
+                return None, None       # `/**/`, `/**/**/`: nothing, as in the SDK
         return super().pattern_to_regex(pattern)
 
     @staticmethod

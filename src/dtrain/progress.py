@@ -33,7 +33,7 @@ class StartProgress:
         self.poll_s = poll_s
         self.t0 = time.monotonic()
         self._polled = self.t0
-        self._status = None
+        self._status: str | None = None
         self._drawn = False
         self.done = False
         self._change(info.status)

@@ -76,7 +76,7 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
     if once or not infos:
         _print_once(infos, output)
         return infos, []
-    seen = {}
+    seen: dict = {}
     if output in ("jsonl", "json"):
         while True:
             for i in infos:

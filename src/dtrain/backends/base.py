@@ -11,10 +11,6 @@ from typing import Callable, Iterator, Protocol, runtime_checkable
 from ..exitcodes import TERMINAL_STATUSES
 from ..spec.model import JobSpec
 
-# Azure ML job statuses (REST JobStatus), used by every backend so exit codes mean the same everywhere.
-ACTIVE_STATUSES = ("NotStarted", "Queued", "Preparing", "Provisioning", "Starting", "Running",
-                   "Finalizing", "CancelRequested")
-
 
 def is_terminal(status: str) -> bool:
     return status in TERMINAL_STATUSES

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-Path_ = tuple  # a path into the spec: ("distribution", "process_count_per_instance"), ("inputs", "x", "mode")
-
 
 @dataclass(frozen=True)
 class Diagnostic:

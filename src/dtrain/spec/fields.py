@@ -273,7 +273,7 @@ class Map(Field):
         return "mapping"
 
 
-class Dict(Field):
+class DictField(Field):
     """A mapping of free keys to values of one field type."""
 
     def __init__(self, values: Field, doc="", *, key_pattern=None, key_hint=None):
@@ -300,7 +300,7 @@ class Dict(Field):
         return "mapping"
 
 
-class List(Field):
+class ListField(Field):
     def __init__(self, items: Field, doc=""):
         self.items, self.doc = items, doc
 
@@ -318,7 +318,7 @@ class List(Field):
         return "list"
 
 
-class Union(Field):
+class UnionField(Field):
     """One of several shapes, picked by the Python type of the value (str vs mapping vs list)."""
 
     def __init__(self, *alts: Field, doc=""):
@@ -326,9 +326,9 @@ class Union(Field):
 
     def _pick(self, v):
         for a in self.alts:
-            if isinstance(a, (Map, Dict, Tagged)) and isinstance(v, dict):
+            if isinstance(a, (Map, DictField, Tagged)) and isinstance(v, dict):
                 return a
-            if isinstance(a, List) and isinstance(v, list):
+            if isinstance(a, ListField) and isinstance(v, list):
                 return a
             if isinstance(a, Str) and isinstance(v, str):
                 return a

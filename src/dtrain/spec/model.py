@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schema import INPUT_MODES
 
 LOCAL_COMPUTE = "local"
 
@@ -191,6 +190,3 @@ def _literal_str(v) -> str:
     if isinstance(v, bool):
         return "True" if v else "False"   # as Azure's Python-side str() of the literal
     return str(v)
-
-
-ALLOWED_INPUT_MODES = INPUT_MODES

@@ -43,7 +43,7 @@ def apply(data: dict, sets: list[str], locations: dict) -> dict:
         key, _, raw = item.partition("=")
         path = parse_path(key.strip())
         value = parse_value(raw)
-        node = data
+        node: dict | list = data
         for i, p in enumerate(path[:-1]):
             nxt = node[p] if isinstance(node, list) and isinstance(p, int) and p < len(node) else (
                 node.get(p) if isinstance(node, dict) else None)

@@ -105,7 +105,7 @@ def iso_duration(seconds: int) -> str:
 
 def _distribution(d: dict) -> dict:
     kind = str(d["type"]).lower()
-    out = {"distributionType": _DIST_TYPE[kind]}
+    out: dict = {"distributionType": _DIST_TYPE[kind]}
     if kind in ("pytorch", "mpi"):
         if d.get("process_count_per_instance") is not None:
             out["processCountPerInstance"] = d["process_count_per_instance"]
@@ -168,7 +168,7 @@ def _identity(v: dict) -> dict:
 
 
 def _queue(v: dict) -> dict:
-    out = {}
+    out: dict = {}
     if v.get("job_tier") is not None:
         out["jobTier"] = _JOB_TIER[str(v["job_tier"]).lower()]
     if v.get("priority") is not None:

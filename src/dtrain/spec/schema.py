@@ -5,9 +5,8 @@ where the SDK's is (StringTransformedEnum lower-cases). Keys Azure renamed are n
 """
 from __future__ import annotations
 
-from .fields import AnyValue, Bool, Dict, Field, Int, List, Map, Scalar, Str, Tagged, Union, camel_to_snake
-
-SCHEMA_URL = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
+from .fields import (AnyValue, Bool, DictField, Field, Int, ListField, Map, Scalar, Str, Tagged, UnionField,
+                     camel_to_snake)
 
 # Azure ML run ids: a letter or digit, then letters, digits, '_' or '-', at most 255 in all.
 JOB_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}"
@@ -20,8 +19,6 @@ ENV_REF_HINT = ("name a registered environment as azureml:NAME:VERSION or azurem
                 "azureml://registries/REG/environments/NAME/versions/V, an environment YAML as file:PATH, "
                 "or write an inline mapping with image:")
 
-DATA_INPUT_TYPES = ("uri_file", "uri_folder")
-MODEL_TYPES = ("custom_model", "mlflow_model", "triton_model")
 INPUT_MODES = {
     "uri_file": ("ro_mount", "download", "direct"),
     "uri_folder": ("ro_mount", "download", "direct"),
@@ -32,7 +29,6 @@ INPUT_MODES = {
 }
 OUTPUT_TYPES = ("uri_folder", "uri_file", "mltable", "custom_model", "mlflow_model", "triton_model")
 OUTPUT_MODES = ("rw_mount", "upload", "direct", "mount")
-ALL_INPUT_MODES = ("ro_mount", "download", "direct", "eval_mount", "eval_download")
 
 _path_doc = ("Local path (uploaded), azureml:name:version / azureml:name@latest asset, "
              "azureml://datastores/... URI, https:// or wasbs:// URL")
@@ -64,7 +60,7 @@ INPUT = Tagged({
 LITERAL_VALUE = Map({"value": Scalar("The literal value.")}, "A literal wrapped as {value: ...}.", required=("value",))
 
 
-class InputField(Union):
+class InputField(UnionField):
     """A literal (string, number, boolean), {value: literal}, or an asset mapping with type/path/mode."""
 
     def __init__(self):
@@ -85,7 +81,7 @@ OUTPUT = Map({
     "mode": Str("How the job writes the output.", enum=OUTPUT_MODES, ci=True),
     "path": Str("azureml://datastores/<store>/paths/<path> where the output is written."),
     "name": Str("Register the output as a data/model asset of this name."),
-    "version": Union(Str(), Int(), doc="Version of the registered asset."),
+    "version": UnionField(Str(), Int(), doc="Version of the registered asset."),
 }, "A job output; `type` defaults to uri_folder.")
 
 
@@ -137,24 +133,25 @@ RESOURCES = Map({
     "instance_type": Str("VM size of each node, e.g. Standard_NC24ads_A100_v4."),
     "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT,
                     number_hint=lambda v: f"a size needs a unit: write {v:g}g (gigabytes), or m, k, b"),
-    "docker_args": Union(Str(), List(Str()), doc="Extra docker run arguments."),
-    "locations": List(Str(), "Regions the job may run in (serverless)."),
+    "docker_args": UnionField(Str(), ListField(Str()), doc="Extra docker run arguments."),
+    "locations": ListField(Str(), "Regions the job may run in (serverless)."),
     "max_instance_count": Int("Upper bound of nodes for elastic training.", min=1),
-    "properties": Dict(AnyValue(), "Extra resource properties passed through."),
+    "properties": DictField(AnyValue(), "Extra resource properties passed through."),
 }, "Compute resources of the job.", renamed={
     "process_count_per_instance": "processes per node belong in `distribution.process_count_per_instance`",
     "node_count": "the number of nodes is `instance_count`",
 })
 
 ENVIRONMENT = Map({
-    "name": Str(), "version": Union(Str(), Int()), "description": Str(),
+    "name": Str(), "version": UnionField(Str(), Int()), "description": Str(),
     "image": Str("Docker image, e.g. mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04."),
-    "conda_file": Union(Str("Path to a conda YAML."), Dict(AnyValue()), doc="Conda environment, path or inline."),
+    "conda_file": UnionField(Str("Path to a conda YAML."), DictField(AnyValue()),
+                             doc="Conda environment, path or inline."),
     "build": Map({"path": Str("Docker build context (folder or URL)."), "dockerfile_path": Str()},
                  "Docker build context.", required=("path",)),
     "os_type": Str(enum=("linux", "windows"), ci=True),
-    "tags": Dict(Scalar()), "properties": Dict(Scalar()),
-    "inference_config": Dict(AnyValue()),
+    "tags": DictField(Scalar()), "properties": DictField(Scalar()),
+    "inference_config": DictField(AnyValue()),
     "datastore": Str(),
     "$schema": Str(),
 }, "An inline (anonymous) environment.", renamed={
@@ -166,9 +163,9 @@ SERVICE_BASE = {
     "type": Str(enum=("jupyter_lab", "ssh", "tensor_board", "vs_code"), ci=True),
     "port": Int(min=1, max=65535),
     "nodes": Str("'all' to start the service on every node.", enum=("all",)),
-    "properties": Dict(AnyValue()),
+    "properties": DictField(AnyValue()),
 }
-SERVICES = Dict(Tagged({
+SERVICES = DictField(Tagged({
     "jupyter_lab": Map(dict(SERVICE_BASE), "JupyterLab on the node."),
     "vs_code": Map(dict(SERVICE_BASE), "VS Code on the node."),
     "tensor_board": Map(dict(SERVICE_BASE, log_dir=Str("Folder TensorBoard reads.")), "TensorBoard."),
@@ -202,15 +199,15 @@ COMMAND_JOB = Map({
     "experiment_name": Str("Experiment the job is grouped under.", pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,255}",
                            pattern_hint="use letters, digits, '-', '_' and '.', starting with a letter or digit"),
     "description": Str(),
-    "tags": Dict(Str(allow_null=True), "Free-form tags (strings: quote numbers and booleans)."),
-    "properties": Dict(Str(allow_null=True), "Free-form properties (strings: quote numbers and booleans)."),
+    "tags": DictField(Str(allow_null=True), "Free-form tags (strings: quote numbers and booleans)."),
+    "properties": DictField(Str(allow_null=True), "Free-form properties (strings: quote numbers and booleans)."),
     "command": Str("Command run on each process; ${{inputs.x}} and ${{outputs.y}} are substituted."),
     "code": Str("Local folder or file uploaded as the code snapshot, or an azureml: code asset."),
-    "environment": Union(Str("azureml:name:version, azureml:name@latest, azureml://registries/... or "
+    "environment": UnionField(Str("azureml:name:version, azureml:name@latest, azureml://registries/... or "
                              "file:path/to/environment.yml.", pattern=ENV_REF_PATTERN, pattern_hint=ENV_REF_HINT),
                          ENVIRONMENT,
                          doc="Where the command runs."),
-    "environment_variables": Dict(Scalar(allow_null=True), "Environment variables of every process."),
+    "environment_variables": DictField(Scalar(allow_null=True), "Environment variables of every process."),
     "distribution": DISTRIBUTION,
     "compute": Str("Cluster name, azureml:name, an ARM id, or 'local'."),
     "resources": RESOURCES,
@@ -222,9 +219,9 @@ COMMAND_JOB = Map({
     }, "Queueing of serverless jobs."),
     "services": SERVICES,
     "identity": IDENTITY,
-    "inputs": Dict(InputField(), "Inputs by name: literals or assets.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+    "inputs": DictField(InputField(), "Inputs by name: literals or assets.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
                    key_hint="input names are identifiers: letters, digits and '_'"),
-    "outputs": Dict(OutputField(), "Outputs by name.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+    "outputs": DictField(OutputField(), "Outputs by name.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
                     key_hint="output names are identifiers: letters, digits and '_'"),
     "parent_job_name": Str("Parent job (pipelines)."),
 }, "An Azure ML command job.", required=("command", "environment"), renamed={
@@ -252,26 +249,24 @@ def json_schema() -> dict:
 
 def field_rows(field=None, path: str = ""):
     """(dotted path, type, required, description) for every field: the docs' reference table."""
-    from .fields import Dict as _Dict, Map as _Map, Tagged as _Tagged, Union as _Union
-
     field = COMMAND_JOB if field is None else field
     seen: set = set()
     out = []
 
     def walk(f, p):
-        if isinstance(f, _Map):
+        if isinstance(f, Map):
             for k, sub in f.fields.items():
                 q = f"{p}.{k}" if p else k
                 if q not in seen:
                     seen.add(q)
                     out.append((q, sub.describe(), k in f.required, sub.doc))
                 walk(sub, q)
-        elif isinstance(f, _Tagged):
+        elif isinstance(f, Tagged):
             for m in f.variants.values():
                 walk(m, p)
-        elif isinstance(f, _Dict):
+        elif isinstance(f, DictField):
             walk(f.values, p + ".<name>")
-        elif isinstance(f, _Union):
+        elif isinstance(f, UnionField):
             for a in f.alts:
                 walk(a, p)
 

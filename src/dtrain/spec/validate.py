@@ -134,7 +134,8 @@ def _check_refs(data: dict, c: Collector) -> None:
     declared = {"inputs": _dict(data.get("inputs")), "outputs": _dict(data.get("outputs"))}
     add_hint = {"inputs": "add `inputs: {{{name}: ...}}` or fix the name",
                 "outputs": "add `outputs: {{{name}: {{type: uri_folder}}}}`"}
-    cmd = data.get("command") if isinstance(data.get("command"), str) else ""
+    command = data.get("command")
+    cmd = command if isinstance(command, str) else ""
     for m in _REF.finditer(cmd):
         ref = m.group(1)
         parts = ref.split(".")
@@ -211,7 +212,8 @@ def _environment_file(ref: str, c: Collector, base_dir: Path):
 
 def _check_launchers(data: dict, c: Collector) -> None:
     d = _dict(data.get("distribution"))
-    cmd = data.get("command") if isinstance(data.get("command"), str) else ""
+    command = data.get("command")
+    cmd = command if isinstance(command, str) else ""
     kind = str(d.get("type", "")).lower()
     ppn = _int(d.get("process_count_per_instance"), 1)
     if kind == "pytorch" and ppn > 1 and _TORCH_LAUNCHERS.search(cmd):

@@ -7,17 +7,16 @@ Duplicate keys are reported (PyYAML silently keeps the last one; Azure would too
 from __future__ import annotations
 
 import yaml
+import yaml.composer
+import yaml.resolver
+from yaml.reader import Reader
+from yaml.scanner import Scanner
 
 from .diagnostics import Collector
 
 MAX_BYTES = 2 * 1024 * 1024     # a job spec is a few KiB; megabytes means the wrong file
 MAX_DEPTH = 40                   # Azure's deepest structures nest ~6 levels
 MAX_NODES = 200_000              # values built, aliases expanded; bounds alias bombs
-
-import yaml.composer
-import yaml.resolver
-from yaml.reader import Reader
-from yaml.scanner import Scanner
 
 try:  # libyaml's parser is 5-10x faster where present (and, unlike its composer, not recursive)
     from yaml._yaml import CParser
@@ -45,7 +44,8 @@ class TooDeep(yaml.YAMLError):
         self.mark = mark
 
 
-class _GuardedLoader(*_PARSER_BASES, yaml.composer.Composer, yaml.resolver.Resolver):
+# mypy cannot follow bases chosen at import (libyaml's CParser where present, else PyYAML's Python parser)
+class _GuardedLoader(*_PARSER_BASES, yaml.composer.Composer, yaml.resolver.Resolver):  # type: ignore[misc]
     """Parser events composed into nodes by PyYAML's Python composer, with a depth guard.
 
     libyaml's own composer recurses once per level in C: 30,000 nested `[` overflow the stack and kill

@@ -42,7 +42,7 @@ def translate(exc: BaseException, *, what: str, job: str | None = None, workspac
     try:
         from azure.identity import CredentialUnavailableError
     except ImportError:  # pragma: no cover
-        CredentialUnavailableError = ClientAuthenticationError  # noqa: N806
+        CredentialUnavailableError = ClientAuthenticationError  # type: ignore[misc]  # noqa: N806  (fallback class)
 
     ws = f" in workspace {workspace.workspace_name} (resource group {workspace.resource_group}, subscription " \
          f"{workspace.subscription_id}, from {workspace.source})" if workspace is not None else ""

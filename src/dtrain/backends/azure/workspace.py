@@ -96,7 +96,7 @@ class Resolution:
             line = srcs[0]
         else:
             line = ", ".join(f"{LABELS[p]} from {self.sources[p]}" for p in PARTS)
-        return Workspace(*(self.values[p] for p in PARTS), source=line, sources=dict(self.sources))
+        return Workspace(**{p: self.values[p] for p in PARTS}, source=line, sources=dict(self.sources))
 
     def to_dict(self) -> dict:
         return {**{p: self.values.get(p) for p in PARTS}, "sources": {p: self.sources.get(p) for p in PARTS},
@@ -247,7 +247,3 @@ def resolve(subscription: str | None = None, resource_group: str | None = None,
     """(workspace, descriptions of the missing parts)."""
     r = resolution(subscription, resource_group, workspace)
     return r.workspace(), r.missing_text()
-
-
-def azure_configured() -> bool:
-    return not resolution().missing

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from ..base import LogLine
 from ..lines import LineBuffer
@@ -23,7 +23,7 @@ class FileTail:
     def __init__(self, path: Path, rank: int | None, node: int | None, source: str):
         self.path = Path(path)
         self.rank, self.node, self.source = rank, node, source
-        self._f = None
+        self._f: BinaryIO | None = None
         self._lines = LineBuffer()
         self.at_end = True          # whether the last read reached the end of the file
 
