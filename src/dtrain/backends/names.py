@@ -32,4 +32,4 @@ def generate_name() -> str:
 
 def valid_job_name(name: str | None) -> bool:
     """Whether `name` is a valid job name (also the rule for datastore names, the same REST pattern)."""
-    return bool(name) and _JOB_NAME.fullmatch(name) is not None
+    return name is not None and _JOB_NAME.fullmatch(name) is not None

@@ -373,8 +373,9 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
 def _ports(state: dict) -> dict:
     """The ports the job's processes got, by use, in port order (see LocalPlan.port_names): e.g.
     {"MASTER_PORT": 41203}; {} for a job without any."""
-    ports = state.get("ports") if isinstance(state.get("ports"), list) else []
-    names = state.get("port_names") if isinstance(state.get("port_names"), list) else []
+    ports, names = state.get("ports"), state.get("port_names")
+    ports = ports if isinstance(ports, list) else []
+    names = names if isinstance(names, list) else []
     return {(names[i] if i < len(names) else f"port {i}"): p for i, p in enumerate(ports)}
 
 
