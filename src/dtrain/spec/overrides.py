@@ -28,11 +28,11 @@ def parse_value(text: str):
     """YAML scalars and flow collections: 4 -> int, true -> bool, {a: b} -> mapping, else the string."""
     try:
         v = load_value(text)
-    except TooDeep:
+    except yaml.YAMLError as exc:
+        if not isinstance(exc, TooDeep) and "maximum nesting depth" not in str(exc):  # libyaml >= 0.2.6's own limit
+            return text
         raise UsageError(f"--set value nests deeper than {MAX_DEPTH} levels",
                          hint="a job spec needs no deep nesting") from None
-    except yaml.YAMLError:
-        return text
     return text if v is None and text.strip() not in ("null", "~") else v
 
 

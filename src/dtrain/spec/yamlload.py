@@ -123,6 +123,11 @@ def load_text(text_or_bytes, diags: Collector):
         mark = exc.problem_mark or exc.context_mark
         loc = {(): (mark.line + 1, mark.column + 1)} if mark else {}
         diags.locations.update(loc)
+        if "maximum nesting depth" in str(exc.problem):
+            # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 flow levels itself, before our guard
+            diags.error((), f"the YAML nests deeper than {MAX_DEPTH} levels",
+                        hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
+            return None
         diags.error((), f"invalid YAML: {exc.problem or exc}" + (f" ({exc.context})" if exc.context else ""),
                     hint="fix the YAML syntax at this line (indentation, a missing ':' or quote)", code="yaml-syntax")
         return None
