@@ -136,3 +136,25 @@ def test_importing_the_workspace_or_the_azure_package_loads_no_sdk():
                        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]", r.stdout
+
+
+def test_the_cli_reaches_backends_only_through_the_session():
+    """cli.py is parsing and printing: it names no backend module (only the protocol's data types in
+    backends.base); choosing, routing and following go through dtrain.session."""
+    bad = [f"{_rel(PKG / 'cli.py')}:{n}: import {m}" for n, m in _imports(PKG / "cli.py")
+           if _within(m, "dtrain.backends") and not _within(m, "dtrain.backends.base")]
+    assert not bad, "cli.py imports a backend module (go through dtrain.session):\n" + "\n".join(bad)
+
+
+def test_importing_the_session_loads_no_backend():
+    """Every command builds a Session; importing it must load neither the SDK nor the local backend."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dtrain.session\n"
+            "print(sorted(m for m in sys.modules if m == 'azure' or m.startswith(('azure.', "
+            "'dtrain.backends.azure.backend', 'dtrain.backends.local'))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout

@@ -13,8 +13,6 @@ from .completion import local_job_names, template_names
 from .errors import DtrainError, UsageError
 from .exitcodes import HELP_TEXT, ExitCode
 
-_state: dict = {"debug": False}
-
 app = typer.Typer(
     name="dtrain",
     help="Validate, render and run Azure ML command jobs (PyTorch, TensorFlow, MPI), locally or on "
@@ -51,7 +49,7 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
 ):
-    _state["debug"] = debug
+    pass  # --debug is read by main(), the error boundary, from argv
 
 
 def _check_timeout(timeout) -> None:
@@ -160,8 +158,7 @@ def _print_rendered(spec_obj, *, local: bool, format: str, name, inputs) -> None
     from .output import out, out_json
 
     if local:
-        backend = _get_backend("local")
-        out_json(backend.plan(spec_obj, _submit_options(name, inputs)).to_dict())
+        out_json(_session().plan(spec_obj, _submit_options(name, inputs), local=True).to_dict())
         return
     from .spec import render as r
 
@@ -246,7 +243,6 @@ def submit(
     workspace: Optional[str] = WsOpt,
 ):
     """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome."""
-    _workspace_flags(subscription, resource_group, workspace)
     from .output import note, out
 
     _check_output(output)
@@ -267,11 +263,11 @@ def submit(
     if dry_run:
         _print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_)
         return
-    backend = _get_backend("local" if is_local else "azureml")
-    plan = backend.plan(spec_obj, _submit_options(name, input_))
+    session = _session(subscription, resource_group, workspace)
+    plan = session.plan(spec_obj, _submit_options(name, input_), local=is_local)
     for n in getattr(plan, "notes", ()) or ():
         note(n)
-    info = backend.submit(plan)
+    info = session.submit(plan)
     if wait and output == "text":
         note(info.name + (f": {info.url}" if info.url else ""))
     if not wait:
@@ -282,7 +278,7 @@ def submit(
             if info.url:
                 note(f"{info.url}")
         return
-    _follow([info.name], backend, output=output, timeout=timeout, stream=not quiet, submitted=info)
+    _follow(session, [info.name], output=output, timeout=timeout, stream=not quiet, local=is_local, submitted=info)
 
 
 @app.command()
@@ -295,10 +291,9 @@ def status(
     workspace: Optional[str] = WsOpt,
 ):
     """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
-    _workspace_flags(subscription, resource_group, workspace)
     _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
-    info = _backend_for(name, local).status(name)
+    info = _session(subscription, resource_group, workspace).backend_for(name, local).status(name)
     _print_info(info, output)
     if output == "text" and info.ports:
         from .output import err
@@ -318,13 +313,12 @@ def logs(
     workspace: Optional[str] = WsOpt,
 ):
     """Print every rank's logs, each line prefixed with its node and rank."""
-    _workspace_flags(subscription, resource_group, workspace)
     from .output import log_prefix, out, out_jsonl
 
     _check_output(output, ("text", "jsonl"),
                   hint="logs stream, so they come as jsonl: one JSON object per line" if output == "json" else None)
     _local_only(local, subscription, resource_group, workspace)
-    backend = _backend_for(name, local)
+    backend = _session(subscription, resource_group, workspace).backend_for(name, local)
     for line in backend.logs(name, follow=follow, rank=rank):
         if output == "jsonl":
             out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
@@ -344,7 +338,6 @@ def list_(
     workspace: Optional[str] = WsOpt,
 ):
     """List jobs, newest first."""
-    _workspace_flags(subscription, resource_group, workspace)
     from .output import out
 
     _check_output(output)
@@ -352,7 +345,7 @@ def list_(
         raise UsageError(f"--limit must be a positive number of jobs, not {limit}")
     _local_only(local, subscription, resource_group, workspace)
     tags = _pairs(tag, "--tag", bare_ok=True)
-    backend = _listing_backend(local)
+    backend = _session(subscription, resource_group, workspace).listing_backend(local)
     infos = backend.list(experiment=experiment, tags=tags, limit=limit)
     if output != "text":
         _emit([i.to_dict() for i in infos], output)
@@ -376,10 +369,9 @@ def cancel(
     workspace: Optional[str] = WsOpt,
 ):
     """Cancel a job: every process of it is stopped."""
-    _workspace_flags(subscription, resource_group, workspace)
     _local_only(local, subscription, resource_group, workspace)
     _check_output(output)
-    _print_info(_backend_for(name, local).cancel(name), output)
+    _print_info(_session(subscription, resource_group, workspace).backend_for(name, local).cancel(name), output)
 
 
 @app.command()
@@ -392,12 +384,10 @@ def clean(
     output: str = OutputOpt,
 ):
     """Remove finished local jobs (running jobs and $DTRAIN_HOME/datastores are never touched)."""
-    from .backends.local import LocalBackend
-    from .backends.local.clean import clean as clean_jobs, parse_age
     from .output import err, out, out_json
 
     _check_output(output)
-    report = clean_jobs(LocalBackend(), parse_age(older_than), dry_run=dry_run, snapshots_only=snapshots_only)
+    report = _session().clean(older_than, dry_run=dry_run, snapshots_only=snapshots_only)
     if output == "json":
         out_json({"removed": report.removed, "bytes_freed": report.bytes_freed, "dry_run": dry_run,
                   "kept_running": report.kept_running, "unreadable": report.unreadable})
@@ -425,10 +415,10 @@ def wait_(
 ):
     """Wait for jobs to end; exit with the worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 <
     infrastructure 5 < lost 7)."""
-    _workspace_flags(subscription, resource_group, workspace)
     _check_output(output)
     _local_only(local, subscription, resource_group, workspace)
-    _follow(names, None, output=output, timeout=timeout, stream=False, local=local)
+    _follow(_session(subscription, resource_group, workspace), names, output=output, timeout=timeout,
+            stream=False, local=local)
 
 
 @app.command()
@@ -448,7 +438,6 @@ def watch(
     """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
     Ends when every watched job has ended. Exits like `wait` over the named jobs; without names, over
     the jobs that were running when the watch began (0 when none was)."""
-    _workspace_flags(subscription, resource_group, workspace)
     from . import follow
     from .watch import watch_jobs
 
@@ -458,7 +447,7 @@ def watch(
         raise UsageError(f"--interval must be a positive number of seconds, not {interval:g}")
     _local_only(local, subscription, resource_group, workspace)
     tags = _pairs(tag, "--tag", bare_ok=True)
-    backend = _listing_backend(local)
+    backend = _session(subscription, resource_group, workspace).listing_backend(local)
     try:
         _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once)
     except KeyboardInterrupt:
@@ -482,17 +471,17 @@ def config_(
 ):
     """Show the Azure ML workspace the job commands use, and where each part of it came from (flags,
     variables, config.json, AZUREML_ARM_*, az defaults). Exit 6 when a part is missing."""
-    from .backends.azure.workspace import PARTS, resolution
     from .errors import ConfigError
     from .output import out, out_json
+    from .session import WORKSPACE_PARTS
 
     _check_output(output)
-    r = resolution(subscription, resource_group, workspace)
+    r = _session(subscription, resource_group, workspace).workspace_resolution()
     if output == "json":
         out_json(r.to_dict())
     else:
-        width = max(len(r.values.get(p) or "-") for p in PARTS)
-        for p in PARTS:
+        width = max(len(r.values.get(p) or "-") for p in WORKSPACE_PARTS)
+        for p in WORKSPACE_PARTS:
             out(f"{p:<16} {(r.values.get(p) or '-').ljust(width)}  {r.sources.get(p) or 'missing'}")
     if r.missing:
         raise ConfigError(r.missing_message(), hint="see docs/azure.md, Workspace")
@@ -509,20 +498,11 @@ def _load(path: str, sets):
     return spec
 
 
-def _workspace_flags(subscription, resource_group, workspace) -> None:
-    _state["workspace"] = {"subscription": subscription, "resource_group": resource_group,
-                           "workspace": workspace}
+def _session(subscription=None, resource_group=None, workspace=None):
+    """The library object a command acts through (session.py), with the command's workspace flags."""
+    from .session import Session
 
-
-def _get_backend(name: str):
-    """One backend object per kind for the whole command, so jobs can be grouped per backend."""
-    cache = _state.setdefault("backends", {})
-    if name not in cache:
-        from .backends import get_backend
-
-        cache[name] = get_backend(name, notify=_notice,
-                                  **(_state.get("workspace", {}) if name == "azureml" else {}))
-    return cache[name]
+    return Session(subscription, resource_group, workspace, notify=_notice)
 
 
 def _notice(notice) -> None:
@@ -530,40 +510,6 @@ def _notice(notice) -> None:
     from .output import err, note
 
     (err if notice.verbatim else note)(notice.text)
-
-
-def _listing_backend(local: bool):
-    """Where list and watch look: local jobs with --local or when no workspace is meant, else Azure.
-    Where the local backend cannot run, an unconfigured workspace is the error to report."""
-    from .backends import local_platform_problem
-
-    use_local = local or (_azure_wanted() is None and local_platform_problem() is None)
-    return _get_backend("local" if use_local else "azureml")
-
-
-def _backend_for(name: str, local: bool):
-    """A local job of that name first, else Azure. The local store is looked up without loading the
-    local backend, so Azure commands work where it cannot run (docs/local-backend.md, Platforms)."""
-    from .backends import local_job_exists
-
-    if local or local_job_exists(name):
-        return _get_backend("local")
-    if _azure_wanted() is None:
-        from .errors import JobNotFound
-
-        raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
-                          hint="`dtrain list --local` shows local jobs; see docs/azure.md to configure a workspace")
-    return _get_backend("azureml")
-
-
-def _azure_wanted():
-    """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
-    exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
-    from .backends.azure.workspace import resolution
-
-    flags = _state.get("workspace", {})
-    r = resolution(flags.get("subscription"), flags.get("resource_group"), flags.get("workspace"))
-    return True if not r.missing else (False if r.intended else None)
 
 
 def _pairs(items, flag: str, bare_ok: bool = False) -> dict:
@@ -616,9 +562,9 @@ def _print_failure(info) -> None:
         err(f"    {line}")
 
 
-def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool = False, submitted=None):
-    """Follow jobs to the end and exit by the worst outcome. `submitted` (submit --wait): the JobInfo
-    just submitted, for the start-up progress and the closing summary line."""
+def _follow(session, names, *, output: str, timeout, stream: bool, local: bool = False, submitted=None):
+    """Print what following jobs yields (session.follow), then exit by the worst outcome. `submitted`
+    (submit --wait): the JobInfo just submitted, for the start-up progress and the closing summary line."""
     import time
 
     from . import follow
@@ -626,39 +572,38 @@ def _follow(names, backend, *, output: str, timeout, stream: bool, local: bool =
 
     _check_timeout(timeout)
     t0 = time.monotonic()
-    backends = {n: (backend or _backend_for(n, local)) for n in names}
     shown: dict = {}   # name -> last status printed, so the final status is not printed twice
-
-    def on_change(info):
-        shown[info.name] = info.status
-        if output == "jsonl":
-            out_jsonl({"event": "status", "job": info.name, "status": info.status})
-        elif output == "text":
-            err(f"{info.name}: {info.status}")
-
     progress = None
+    if stream and len(names) == 1 and submitted is not None:
+        from .progress import StartProgress
+
+        progress = StartProgress(submitted)
+    final: dict = {}
     try:
-        if stream and len(names) == 1:
-            n = names[0]
-            if submitted is not None:
-                from .progress import StartProgress
-
-                progress = StartProgress(submitted, backends[n])
-
-            def on_line(line):
+        for event in session.follow(names, local=local, timeout=timeout, stream=stream, submitted=submitted):
+            if isinstance(event, follow.Ended):
+                final = event.infos
+            elif isinstance(event, follow.StatusChanged):
+                if progress is not None:
+                    progress.status(event.info)
+                elif output != "json":
+                    shown[event.info.name] = event.info.status
+                    if output == "jsonl":
+                        out_jsonl({"event": "status", "job": event.info.name, "status": event.info.status})
+                    else:
+                        err(f"{event.info.name}: {event.info.status}")
+            elif isinstance(event, follow.Quiet):
+                if progress is not None:
+                    progress.tick()
+            elif isinstance(event, follow.LogReceived):
                 if progress is not None and not progress.done:
                     progress.first_output()
-                if output == "json":
-                    return
+                line = event.line
                 if output == "jsonl":
-                    out_jsonl({"event": "log", "job": n, "rank": line.rank, "node": line.node, "text": line.text})
-                else:
+                    out_jsonl({"event": "log", "job": event.job, "rank": line.rank, "node": line.node,
+                               "text": line.text})
+                elif output == "text":
                     out(log_prefix(line, 5) + line.text)
-
-            final = {n: follow.stream_until_done(backends[n], n, on_line, timeout,
-                                                 on_tick=progress.tick if progress else None)}
-        else:
-            final = follow.wait_all(backends, timeout, on_change if output != "json" else None)
     except follow.WaitTimeout:
         if progress is not None:
             progress.finish()

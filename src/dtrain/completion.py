@@ -8,8 +8,9 @@ from pathlib import Path
 
 
 def _jobs_root() -> Path:
-    # the same rule as backends.local.store.dtrain_home(), without importing the local backend
-    return Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser() / "jobs"
+    from .backends.settings import dtrain_home   # without importing the local backend
+
+    return dtrain_home() / "jobs"
 
 
 def local_job_names(incomplete: str) -> list[str]:

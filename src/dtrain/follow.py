@@ -5,9 +5,11 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from dataclasses import dataclass
+from typing import Iterator, Union
 
 from .backends.backoff import Backoff
-from .backends.base import Backend, JobInfo
+from .backends.base import Backend, JobInfo, LogLine
 from .exitcodes import ExitCode, exit_code_for_status
 
 # Worst last: `dtrain wait A B` exits with the worst outcome of all.
@@ -31,9 +33,38 @@ class WaitTimeout(Exception):
         self.infos = infos
 
 
-def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> dict:
-    """Wait until every job is terminal. backends: name -> Backend. Returns name -> final JobInfo.
-    on_change(info) is called on each status change. Raises WaitTimeout when `timeout` passes."""
+# --- what following jobs yields: the CLI prints these, tests assert on them --------------------
+
+@dataclass(frozen=True)
+class StatusChanged:
+    """A job was seen for the first time, or its status changed."""
+    info: JobInfo
+
+
+@dataclass(frozen=True)
+class LogReceived:
+    job: str
+    line: LogLine
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """No log line for a tick (about a second): a progress display redraws its clock."""
+    job: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """Every followed job is terminal: name -> its final JobInfo. Always the last event."""
+    infos: dict
+
+
+Event = Union[StatusChanged, LogReceived, Quiet, Ended]
+
+
+def wait_events(backends: dict, timeout: float | None = None) -> Iterator[Event]:
+    """Wait until every job is terminal. backends: name -> Backend. Yields StatusChanged on each change,
+    then Ended. Raises WaitTimeout when `timeout` passes."""
     deadline = time.monotonic() + timeout if timeout else None
     last: dict = {}
     # Each backend says how often it is worth asking: a local state file is cheap, Azure is not.
@@ -41,16 +72,25 @@ def wait_all(backends: dict, timeout: float | None = None, on_change=None) -> di
     while True:
         pending = [n for n in backends if n not in last or not last[n].terminal]
         for name, info in _snapshot(backends, pending).items():
-            if name not in last or last[name].status != info.status:
-                poll.reset()
-                if on_change:
-                    on_change(info)
+            changed = name not in last or last[name].status != info.status
             last[name] = info
+            if changed:
+                poll.reset()
+                yield StatusChanged(info)
         if all(i.terminal for i in last.values()):
-            return last
+            yield Ended(dict(last))
+            return
         if deadline is not None and time.monotonic() >= deadline:
             raise WaitTimeout(last)
         poll.sleep(deadline)
+
+
+def wait_all(backends: dict, timeout: float | None = None) -> dict:
+    """wait_events without the events: name -> final JobInfo."""
+    for event in wait_events(backends, timeout):
+        if isinstance(event, Ended):
+            return event.infos
+    raise AssertionError("wait_events ends with Ended")  # pragma: no cover
 
 
 def _snapshot(backends: dict, names: list) -> dict:
@@ -72,13 +112,15 @@ def _snapshot(backends: dict, names: list) -> dict:
     return out
 
 
-def stream_until_done(backend: Backend, name: str, on_line, timeout: float | None = None,
-                      rank: int | None = None, on_tick=None, tick_s: float = 1.0) -> JobInfo:
-    """Stream every rank's lines while the job runs, drain what is left, return the final status.
+def stream_events(backend: Backend, name: str, timeout: float | None = None, rank: int | None = None,
+                  tick_s: float = 1.0, start_poll_s: float = 3.0, first: JobInfo | None = None) -> Iterator[Event]:
+    """Every rank's lines while the job runs (LogReceived), what is left drained, then Ended.
 
-    The log reader runs in a thread so that `timeout` holds even while a job prints nothing, and
-    on_tick() (progress while nothing is printed) is called about every tick_s while no line comes.
-    The queue between them is bounded: a fast log waits for the printer instead of piling up."""
+    Until the first line comes, a Quiet event about every tick_s and the status asked at most every
+    start_poll_s (StatusChanged when it moves: a job takes 20-50 s to print anything); `first` is the
+    status already known (submit's). The log reader runs in a thread so that `timeout` holds even while
+    a job prints nothing. The queue between them is bounded: a fast log waits for the reader of the
+    events instead of piling up."""
     deadline = time.monotonic() + timeout if timeout else None
     q: queue.Queue = queue.Queue(maxsize=1_000)
     done = object()
@@ -93,24 +135,40 @@ def stream_until_done(backend: Backend, name: str, on_line, timeout: float | Non
             q.put(done)
 
     threading.Thread(target=pump, name=f"logs-{name}", daemon=True).start()
+    status = first.status if first is not None else None
+    polled = time.monotonic()
+    started = False
     while True:
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             raise WaitTimeout({name: backend.status(name)})
-        wait_s = remaining if on_tick is None else (tick_s if remaining is None else min(remaining, tick_s))
         try:
-            item = q.get(timeout=wait_s)
+            item = q.get(timeout=tick_s if remaining is None else min(remaining, tick_s))
         except queue.Empty:
-            if on_tick is not None:
-                on_tick()
+            if not started:
+                if time.monotonic() - polled >= start_poll_s:
+                    polled = time.monotonic()
+                    info = _status_or_none(backend, name)
+                    if info is not None and info.status != status:
+                        status = info.status
+                        yield StatusChanged(info)
+                yield Quiet(name)
             continue
         if item is done:
             break
         if isinstance(item, BaseException):
             raise item
-        on_line(item)
+        started = True
+        yield LogReceived(name, item)
     info = backend.status(name)
     if not info.terminal:  # logs ended early (e.g. no logs at all): keep waiting on status
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         info = wait_all({name: backend}, remaining)[name]
-    return info
+    yield Ended({name: info})
+
+
+def _status_or_none(backend: Backend, name: str) -> JobInfo | None:
+    try:
+        return backend.status(name)
+    except Exception:  # noqa: BLE001 - a progress line is not worth failing the follow for
+        return None

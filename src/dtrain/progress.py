@@ -24,15 +24,14 @@ def _shape(info: JobInfo) -> str:
 
 
 class StartProgress:
-    """tick() often (it asks the backend for the status at most every `poll_s`); first_output() once."""
+    """A renderer of follow's events: status() on each StatusChanged, tick() on each Quiet, first_output()
+    on the first log line, finish() at the end. It asks no backend anything."""
 
-    def __init__(self, info: JobInfo, backend, *, stream=None, poll_s: float = 3.0, tty: bool | None = None):
-        self.name, self.backend, self.info = info.name, backend, info
+    def __init__(self, info: JobInfo, *, stream=None, tty: bool | None = None):
+        self.name, self.info = info.name, info
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
-        self.poll_s = poll_s
         self.t0 = time.monotonic()
-        self._polled = self.t0
         self._status: str | None = None
         self._drawn = False
         self.done = False
@@ -65,20 +64,14 @@ class StartProgress:
         else:
             self._write(f"{self.name}: {self._phase()} after {time.monotonic() - self.t0:.0f} s\n")
 
+    def status(self, info: JobInfo) -> None:
+        if not self.done:
+            self.info = info
+            self._change(info.status)
+
     def tick(self) -> None:
-        if self.done:
-            return
-        now = time.monotonic()
-        if now - self._polled >= self.poll_s:
-            self._polled = now
-            try:
-                info = self.backend.status(self.name)
-            except Exception:  # noqa: BLE001 - a progress line is not worth failing the follow for
-                info = None
-            if info is not None:
-                self.info = info
-                self._change(info.status)
-        self._draw()
+        if not self.done:
+            self._draw()
 
     def first_output(self, why: str = "first log line") -> None:
         """Stop: print how long the start took (once)."""

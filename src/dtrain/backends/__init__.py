@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from ..errors import UsageError
 from .base import Backend, Notify
 from .names import valid_job_name
+from .settings import dtrain_home
 
 # What the local backend needs: flock(2) on state files, /proc to find and identify a job's processes,
 # prctl(PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) so ranks die with their supervisor, process groups.
@@ -42,8 +42,7 @@ def local_job_exists(name: str) -> bool:
     local.store: $DTRAIN_HOME (default ~/.dtrain)/jobs/<name>/state.json."""
     if not valid_job_name(name):
         return False
-    home = Path(os.environ.get("DTRAIN_HOME") or Path.home() / ".dtrain").expanduser()
-    return (home / "jobs" / name / "state.json").is_file()
+    return (dtrain_home() / "jobs" / name / "state.json").is_file()
 
 
 def get_backend(name: str, *, notify: Notify | None = None, **options) -> Backend:

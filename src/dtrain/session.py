@@ -1,0 +1,116 @@
+"""The library under the command line: what one dtrain command does, without printing.
+
+A Session knows the workspace flags the command was given, holds one backend per kind (and per
+workspace), sends a job name to the backend that owns it (recorded at submit, see jobindex), submits,
+and follows jobs as a stream of events (follow.py) that the caller prints. cli.py is parsing and
+printing over it; tests and other programs can drive it directly.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from . import follow, jobindex
+from .backends.azure.workspace import PARTS as WORKSPACE_PARTS  # noqa: F401  (no SDK: backends/azure is lean)
+from .backends.base import Backend, JobInfo, Notify, Plan, SubmitOptions
+from .errors import JobNotFound
+from .spec.model import JobSpec
+
+LOCAL, AZURE = "local", "azureml"
+
+
+class Session:
+    def __init__(self, subscription: str | None = None, resource_group: str | None = None,
+                 workspace: str | None = None, *, notify: Notify | None = None):
+        self.flags = {"subscription": subscription, "resource_group": resource_group, "workspace": workspace}
+        self.notify = notify
+        self._backends: dict = {}
+
+    # --- backends --------------------------------------------------------------------------------
+    def backend(self, kind: str, workspace: dict | None = None) -> Backend:
+        """One backend object per kind (and Azure workspace) for the whole session, so that jobs can be
+        grouped per backend (one list call per poll for many jobs)."""
+        flags = self._flags_with(workspace) if kind == AZURE else {}
+        key = (kind, tuple(sorted(flags.items())))
+        if key not in self._backends:
+            from .backends import get_backend
+
+            self._backends[key] = get_backend(kind, notify=self.notify, **flags)
+        return self._backends[key]
+
+    def _flags_with(self, recorded: dict | None) -> dict:
+        """The command's flags, with a job's recorded workspace filling the parts no flag gave."""
+        rec = recorded or {}
+        parts = {"subscription": "subscription_id", "resource_group": "resource_group", "workspace": "workspace_name"}
+        return {flag: self.flags.get(flag) or rec.get(part) for flag, part in parts.items()}
+
+    def workspace_resolution(self):
+        """The Azure ML workspace the flags, variables, config files and az defaults name, part by part with
+        where each part came from (backends/azure/workspace.py); loads no SDK."""
+        from .backends.azure.workspace import resolution
+
+        return resolution(self.flags["subscription"], self.flags["resource_group"], self.flags["workspace"])
+
+    def azure_wanted(self) -> bool | None:
+        """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
+        exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
+        r = self.workspace_resolution()
+        return True if not r.missing else (False if r.intended else None)
+
+    def backend_for(self, name: str, local: bool = False) -> Backend:
+        """The backend that owns a job: a local job of that name; else the Azure workspace recorded when
+        this machine submitted it; else the configured workspace (a job submitted elsewhere). The local
+        store is looked up without loading the local backend, so Azure commands work where it cannot run
+        (docs/local-backend.md, Platforms)."""
+        from .backends import local_job_exists
+
+        if local or local_job_exists(name):
+            return self.backend(LOCAL)
+        entry = jobindex.lookup(name)
+        if entry and entry.get("backend") == AZURE:
+            return self.backend(AZURE, entry.get("workspace"))
+        if self.azure_wanted() is None:
+            raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
+                              hint="`dtrain list --local` shows local jobs; see docs/azure.md to configure a workspace")
+        return self.backend(AZURE)
+
+    def listing_backend(self, local: bool) -> Backend:
+        """Where list and watch look: local jobs with --local or when no workspace is meant, else Azure.
+        Where the local backend cannot run, an unconfigured workspace is the error to report."""
+        from .backends import local_platform_problem
+
+        use_local = local or (self.azure_wanted() is None and local_platform_problem() is None)
+        return self.backend(LOCAL if use_local else AZURE)
+
+    # --- submit ----------------------------------------------------------------------------------
+    def plan(self, spec: JobSpec, options: SubmitOptions, *, local: bool) -> Plan:
+        """What submit would send, as a value (render and submit --dry-run print it)."""
+        kind = LOCAL if local or spec.is_local_compute else AZURE
+        return self.backend(kind).plan(spec, options)
+
+    def submit(self, plan: Plan) -> JobInfo:
+        """Start the planned job, and record which backend (and workspace) owns it."""
+        backend = self.backend(plan.backend)
+        info = backend.submit(plan)
+        if plan.backend == AZURE:
+            ws = backend.workspace()  # type: ignore[attr-defined]   # resolved by the submit above
+            jobindex.record(info.name, AZURE, {"subscription_id": ws.subscription_id,
+                                               "resource_group": ws.resource_group,
+                                               "workspace_name": ws.workspace_name})
+        return info
+
+    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
+        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py)."""
+        from .backends.local.clean import clean, parse_age
+
+        return clean(self.backend(LOCAL), parse_age(older_than), dry_run=dry_run, snapshots_only=snapshots_only)
+
+    # --- following -------------------------------------------------------------------------------
+    def follow(self, names: list[str], *, local: bool = False, timeout: float | None = None,
+               stream: bool = False, submitted: JobInfo | None = None) -> Iterator[follow.Event]:
+        """Follow jobs to the end: with stream (one job), its log lines and start-up progress; else a
+        StatusChanged per change. The last event is Ended; follow.WaitTimeout when `timeout` passes."""
+        backends = {n: self.backend_for(n, local) for n in names}
+        if stream and len(names) == 1:
+            n = names[0]
+            return follow.stream_events(backends[n], n, timeout, first=submitted)
+        return follow.wait_events(backends, timeout)

@@ -1,0 +1,143 @@
+"""dtrain.session: the library under the CLI. Routing a job name to the backend that owns it (recorded at
+submit), and following jobs as events (follow.py) that the CLI prints."""
+from __future__ import annotations
+
+import pytest
+
+from dtrain import follow, jobindex
+from dtrain.backends.base import JobInfo, LogLine
+from dtrain.errors import JobNotFound
+from dtrain.session import Session
+
+
+# --- routing -----------------------------------------------------------------------------------
+
+def test_an_unknown_job_without_a_workspace_is_not_found():
+    with pytest.raises(JobNotFound) as ei:
+        Session().backend_for("nobody-ran-this")
+    assert ei.value.exit_code == 2 and "no Azure ML workspace" in ei.value.message
+
+
+def test_an_azure_job_recorded_at_submit_is_found_in_its_workspace_without_flags():
+    jobindex.record("trained-elsewhere", "azureml", {"subscription_id": "sub-1", "resource_group": "rg-1",
+                                                     "workspace_name": "ws-1"})
+    backend = Session().backend_for("trained-elsewhere")
+    assert backend.name == "azureml"
+    assert backend._flags == ("sub-1", "rg-1", "ws-1")
+
+
+def test_flags_win_over_the_recorded_workspace_part_by_part():
+    jobindex.record("j1", "azureml", {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace_name": "ws-1"})
+    backend = Session(workspace="ws-2").backend_for("j1")
+    assert backend._flags == ("sub-1", "rg-1", "ws-2")
+
+
+def test_one_backend_per_workspace_within_a_session():
+    jobindex.record("a1", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "w"})
+    jobindex.record("a2", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "w"})
+    jobindex.record("b1", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "other"})
+    s = Session()
+    assert s.backend_for("a1") is s.backend_for("a2")
+    assert s.backend_for("b1") is not s.backend_for("a1")
+
+
+@pytest.mark.parametrize("content", ["", "[]", "{not json", '{"backend": "azureml", "workspace": []}'])
+def test_an_unreadable_index_entry_is_as_if_there_were_none(dtrain_home, content):
+    (dtrain_home / "index").mkdir(parents=True)
+    (dtrain_home / "index" / "broken.json").write_text(content)
+    assert jobindex.lookup("broken") is None
+    with pytest.raises(JobNotFound):
+        Session().backend_for("broken")
+
+
+def test_the_index_refuses_names_that_are_not_job_names(dtrain_home):
+    jobindex.record("../escape", "azureml", {"workspace_name": "w"})
+    assert not (dtrain_home / "escape.json").exists() and jobindex.lookup("../escape") is None
+
+
+# --- following as events -------------------------------------------------------------------------
+
+class ScriptedBackend:
+    """Our own fake (for the event logic only): statuses in order, one per status() call, and log lines."""
+    name = "local"
+    poll_cap_s = 0.01
+
+    def __init__(self, statuses, lines=()):
+        self.statuses, self.lines = list(statuses), list(lines)
+
+    def status(self, name):
+        st = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return JobInfo(name=name, backend="local", status=st)
+
+    def list(self, *, names=None, **_):
+        return [self.status(n) for n in names]
+
+    def logs(self, name, *, follow=False, rank=None):
+        yield from self.lines
+
+
+def test_wait_events_yield_each_change_once_then_ended():
+    b = ScriptedBackend(["Queued", "Queued", "Running", "Running", "Completed"])
+    events = list(follow.wait_events({"j": b}))
+    assert [type(e).__name__ for e in events] == ["StatusChanged"] * 3 + ["Ended"]
+    assert [e.info.status for e in events[:-1]] == ["Queued", "Running", "Completed"]
+    assert events[-1].infos["j"].status == "Completed"
+
+
+def test_stream_events_are_the_lines_in_order_then_ended():
+    lines = [LogLine(f"step {i}", rank=0, node=0) for i in range(5)]
+    b = ScriptedBackend(["Completed"], lines)
+    events = list(follow.stream_events(b, "j"))
+    assert [e.line.text for e in events if isinstance(e, follow.LogReceived)] == [f"step {i}" for i in range(5)]
+    assert isinstance(events[-1], follow.Ended) and events[-1].infos["j"].status == "Completed"
+
+
+def test_stream_events_report_the_start_while_nothing_is_printed():
+    class Slow(ScriptedBackend):
+        def logs(self, name, *, follow=False, rank=None):
+            import time
+            time.sleep(0.5)
+            yield LogLine("hello", rank=0, node=0)
+
+    b = Slow(["Queued", "Running", "Completed"])
+    first = JobInfo(name="j", backend="local", status="Queued")
+    events = list(follow.stream_events(b, "j", tick_s=0.05, start_poll_s=0.1, first=first))
+    kinds = [type(e).__name__ for e in events]
+    assert "Quiet" in kinds and kinds.index("Quiet") < kinds.index("LogReceived")
+    changed = [e.info.status for e in events if isinstance(e, follow.StatusChanged)]
+    assert changed and changed[0] == "Running"        # Queued was already known (first=)
+    assert kinds[-1] == "Ended"
+
+
+def test_a_timeout_ends_the_stream_with_wait_timeout():
+    b = ScriptedBackend(["Running"])
+    with pytest.raises(follow.WaitTimeout):
+        list(follow.wait_events({"j": b}, timeout=0.05))
+
+
+@pytest.mark.slow
+@pytest.mark.sdk
+def test_status_finds_an_azure_job_submitted_from_here_without_workspace_flags(tmp_path, monkeypatch, conformance_dir):
+    """Through the real SDK against the emulator: submit names the workspace with flags only; status,
+    logs and wait given just the job name go to that workspace (the index), not 'no workspace'."""
+    from test_azure_backend import JOB_YML, TRAIN_PY, AzureMLEmulator, dtrain, emu_env
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(TRAIN_PY)
+    (tmp_path / "job.yml").write_text(JOB_YML)
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as emu:
+        env = emu_env(emu, tmp_path)
+        for k in ("DTRAIN_SUBSCRIPTION_ID", "DTRAIN_RESOURCE_GROUP", "DTRAIN_WORKSPACE"):
+            env.pop(k)
+        flags = ["--subscription", emu.subscription_id, "-g", emu.resource_group, "-w", emu.workspace]
+        r = dtrain("submit", "job.yml", "--name", "routed", *flags, env=env, cwd=tmp_path, timeout=120)
+        assert r.returncode == 0, r.stderr
+        r = dtrain("wait", "routed", env=env, cwd=tmp_path, timeout=120)
+        assert r.returncode == 0, r.stderr
+        r = dtrain("status", "routed", "--output", "json", env=env, cwd=tmp_path, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert '"backend": "azureml"' in r.stdout and '"status": "Completed"' in r.stdout
+        # a job this machine never submitted still needs a workspace
+        r = dtrain("status", "never-submitted", env=env, cwd=tmp_path, timeout=60)
+        assert r.returncode == 2 and "no Azure ML workspace" in r.stderr
