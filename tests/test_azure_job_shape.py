@@ -2,7 +2,7 @@
 import pytest
 
 from dtrain.backends.azure.backend import _shape
-from dtrain.spec.rest import job_body
+from dtrain.backends.azure.rest import job_body
 from dtrain.spec.validate import load_spec
 
 from conftest import ROOT

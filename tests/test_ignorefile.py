@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dtrain.codefiles import code_files
 from dtrain.errors import UsageError
 from dtrain.ignorefile import IgnoreRules
-from dtrain.spec.rest import job_body, object_hash
+from dtrain.backends.azure.rest import job_body, object_hash
 from dtrain.spec.validate import load_spec
 
 warnings.simplefilter("ignore", DeprecationWarning)

@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from dtrain.errors import SpecError
-from dtrain.spec.render import rest_document
-from dtrain.spec.rest import job_body
+from dtrain.backends.azure.render import rest_document
+from dtrain.backends.azure.rest import job_body
 from dtrain.spec.validate import load_spec
 from sdk_reference import sdk_job_body, sdk_job_document
 

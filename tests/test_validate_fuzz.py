@@ -37,7 +37,7 @@ def test_validation_never_crashes(tmp_path, data):
         assert exc.diagnostics and all(d.message for d in exc.diagnostics)
         return
     # A spec that validates always renders.
-    from dtrain.spec.render import rest_document, to_yaml
+    from dtrain.backends.azure.render import rest_document, to_yaml
 
     rest_document(spec)
     assert yaml.safe_load(to_yaml(spec)) is not None

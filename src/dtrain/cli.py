@@ -154,18 +154,16 @@ def render(
 
 def _print_rendered(spec_obj, *, local: bool, format: str, name, inputs) -> None:
     """What `render` prints, and `submit --dry-run` too: the local plan as JSON, or the Azure job (YAML
-    or the REST body). The Azure rendering is the spec layer's own: the Azure SDK is never loaded."""
+    or the REST body), rendered without loading the Azure SDK."""
     from .output import out, out_json
 
+    session = _session()
     if local:
-        out_json(_session().plan(spec_obj, _submit_options(name, inputs), local=True).to_dict())
-        return
-    from .spec import render as r
-
-    if format == "rest":
-        out_json(r.rest_document(spec_obj, name=name))
+        out_json(session.plan(spec_obj, _submit_options(name, inputs), local=True).to_dict())
+    elif format == "rest":
+        out_json(session.render_azure(spec_obj, format="rest", name=name))
     else:
-        out(r.to_yaml(spec_obj, name=name))
+        out(session.render_azure(spec_obj, format="yaml", name=name))
 
 
 @app.command()

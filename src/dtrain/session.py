@@ -87,6 +87,13 @@ class Session:
         kind = LOCAL if local or spec.is_local_compute else AZURE
         return self.backend(kind).plan(spec, options)
 
+    def render_azure(self, spec: JobSpec, *, format: str, name: str | None = None):
+        """The Azure job as `az ml job create --file` takes it (format "yaml", a str), or the whole job PUT
+        body azure-ai-ml sends (format "rest", a dict). Lives with the Azure backend; loads no SDK."""
+        from .backends.azure import render
+
+        return render.rest_document(spec, name=name) if format == "rest" else render.to_yaml(spec, name=name)
+
     def submit(self, plan: Plan) -> JobInfo:
         """Start the planned job, and record which backend (and workspace) owns it."""
         backend = self.backend(plan.backend)

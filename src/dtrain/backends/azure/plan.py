@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ...spec.model import JobSpec
-from ...spec.render import to_yaml
-from ...spec.rest import job_body
+from .render import to_yaml
+from .rest import job_body
 from ..base import SubmitOptions
 from ..names import generate_name
 

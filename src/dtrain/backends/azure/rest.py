@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from ..ignorefile import IgnoreRules
-from .fields import camel_to_snake
-from .model import JobSpec
+from ...ignorefile import IgnoreRules
+from ...spec.fields import camel_to_snake
+from ...spec.model import JobSpec
 
 ANONYMOUS_ENV_NAME = "CliV2AnonymousEnvironment"
 

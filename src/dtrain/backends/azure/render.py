@@ -5,7 +5,7 @@ import copy
 
 import yaml
 
-from .model import JobSpec
+from ...spec.model import JobSpec
 from .rest import job_body
 
 
