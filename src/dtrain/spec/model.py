@@ -41,6 +41,33 @@ class Distribution:
 
 
 @dataclass(frozen=True)
+class RankSlot:
+    """Where one process of a job sits: its global rank, node, rank on that node, and role."""
+
+    rank: int
+    node: int
+    local_rank: int
+    role: str        # "process" (pytorch, none), "rank" (mpi), "worker" or "ps" (tensorflow)
+
+
+def layout(distribution: Distribution | None, nodes: int) -> list[RankSlot]:
+    """Every process of a job, in rank order, for every distribution type: the one place that lays out
+    ranks (the local plan starts them there; Azure ML starts them the same way)."""
+    kind = distribution.type if distribution else "none"
+    if kind in ("pytorch", "mpi"):
+        assert distribution is not None
+        ppn = distribution.processes_per_node(nodes)
+        role = "process" if kind == "pytorch" else "rank"
+        return [RankSlot(n * ppn + lr, n, lr, role) for n in range(nodes) for lr in range(ppn)]
+    if kind == "tensorflow":
+        assert distribution is not None
+        workers, total = distribution.workers(nodes), distribution.process_count(nodes)
+        ppn = distribution.processes_per_node(nodes)
+        return [RankSlot(i, i // ppn, i % ppn, "worker" if i < workers else "ps") for i in range(total)]
+    return [RankSlot(n, n, 0, "process") for n in range(nodes)]   # a plain command runs once per node
+
+
+@dataclass(frozen=True)
 class InputSpec:
     name: str
     type: str                     # "literal" or an asset type (uri_folder, uri_file, mltable, *_model)

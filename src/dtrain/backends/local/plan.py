@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UsageError
-from ...spec.model import JobSpec, is_remote_ref
+from ...spec.model import JobSpec, is_remote_ref, layout
 from ..base import SubmitOptions
 from . import env as _env
 from .store import datastore_path, jobs_root, valid_name
@@ -354,40 +354,38 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         ranks.append({"rank": rank, "node": node, "local_rank": local_rank, "role": role,
                       "log": _env.log_name(rank)})
 
+    slots = layout(d, nodes)   # rank, node, local rank and role of every process (spec/model.py)
+    ppn = d.processes_per_node(nodes) if d else 1
     if kind == "pytorch":
-        ppn = d.process_count_per_instance or 1
         n_ports = 1
-        for node in range(nodes):
-            for lr in range(ppn):
-                r = node * ppn + lr
-                add(r, node, lr, "process", _env.pytorch_env(rank=r, node=node, local_rank=lr, nodes=nodes, ppn=ppn))
+        for s in slots:
+            add(s.rank, s.node, s.local_rank, s.role,
+                _env.pytorch_env(rank=s.rank, node=s.node, local_rank=s.local_rank, nodes=nodes, ppn=ppn))
     elif kind == "tensorflow":
-        workers, total = d.workers(nodes), d.process_count(nodes)
-        ps = total - workers
-        ppn = d.processes_per_node(nodes)
-        n_ports = total
-        for i in range(total):
-            role, index = ("worker", i) if i < workers else ("ps", i - workers)
-            add(i, i // ppn, i % ppn, role, {"TF_CONFIG": _env.tf_config(workers=workers, ps=ps, role=role, index=index)})
+        workers = d.workers(nodes)
+        n_ports = len(slots)
+        for s in slots:
+            index = s.rank if s.role == "worker" else s.rank - workers
+            add(s.rank, s.node, s.local_rank, s.role,
+                {"TF_CONFIG": _env.tf_config(workers=workers, ps=len(slots) - workers, role=s.role, index=index)})
     elif kind == "mpi":
-        ppn = d.process_count_per_instance or 1
         n_ports = 1
         argv = ["mpirun"]               # submit checks it is Open MPI's and puts its path here
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             argv.append("--allow-run-as-root")
-        argv += ["--oversubscribe", "--bind-to", "none", "-np", str(nodes * ppn),
+        argv += ["--oversubscribe", "--bind-to", "none", "-np", str(len(slots)),
                  "bash", "-c", _env.MPI_RANK_WRAPPER, "dtrain-rank", str(ppn), str(job_dir / "user_logs"), command]
         env = {**common, **user_env, **_env.mpi_launcher_env()}
         processes.append(LocalProcess(argv=argv, env=env, cwd=cwd, log="system_logs/launcher.txt", role="launcher"))
-        for r in range(nodes * ppn):
-            ranks.append({"rank": r, "node": r // ppn, "local_rank": r % ppn, "role": "rank", "log": _env.log_name(r)})
+        for s in slots:      # mpirun starts the ranks; the plan records where each sits and logs
+            ranks.append({"rank": s.rank, "node": s.node, "local_rank": s.local_rank, "role": s.role,
+                          "log": _env.log_name(s.rank)})
     elif kind == "ray":
         raise UsageError("distribution type ray is not supported by the local backend",
                          hint="run it on Azure ML (drop --local / compute: local), or start ray yourself in `command`")
     else:
-        ppn = 1
-        for node in range(nodes):       # Azure runs a non-distributed command once on every node
-            add(node, node, 0, "process", {})
+        for s in slots:       # Azure runs a non-distributed command once on every node
+            add(s.rank, s.node, s.local_rank, s.role, {})
 
     notes = []
     if spec.environment:
