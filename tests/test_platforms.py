@@ -147,16 +147,20 @@ def test_az_defaults_alone_reach_the_workspace(emu, project):
 
     # a missing part: exit 6 naming it, and what was found where
     (az / "config").write_text(f"[defaults]\nworkspace = {emu.workspace}\n")
-    for args in (("list",), ("submit", "job.yml"), ("status", "fromaz"), ("config",)):
+    # (a job submitted from another machine: this one has no record of its workspace)
+    for args in (("list",), ("submit", "job.yml"), ("status", "submitted-elsewhere"), ("config",)):
         r = run("plain", *args, env=env, cwd=project)
         assert r.returncode == 6, (args, r.stderr)
         assert "missing resource group" in r.stderr and "az configure --defaults group=" in r.stderr, args
         assert f"workspace name '{emu.workspace}' from az configure default 'workspace'" in r.stderr, args
     assert len(emu.jobs) == 1
+    # the job submitted from here is found in the workspace it went to, recorded at submit
+    r = run("plain", "status", "fromaz", env=env, cwd=project)
+    assert r.returncode == 0 and r.stdout.startswith("fromaz\t"), r.stderr
 
     # a workspace the service does not know: exit 6, saying where each part came from
     (az / "config").write_text(f"[defaults]\ngroup = {emu.resource_group}\nworkspace = no-such-ws\n")
-    for args in (("list",), ("status", "fromaz")):
+    for args in (("list",), ("status", "submitted-elsewhere")):
         r = run("plain", *args, env=env, cwd=project)
         assert r.returncode == 6, (args, r.stderr)
         assert "no-such-ws" in r.stderr and "workspace name from az configure default 'workspace'" in r.stderr, args
