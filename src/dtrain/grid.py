@@ -1,0 +1,273 @@
+"""Many jobs from one spec: `dtrain submit SPEC --matrix PATH=V1,V2 ...` (and `dtrain scale`).
+
+A grid is a value: the cross product of the --matrix values, each combination applied to the spec like
+`--set`, validated and named before anything is sent (build_grid). run_grid then submits the members
+with at most K in flight and follows them, as a stream of events the CLI prints; it prints nothing.
+
+Names are derived from the group name and the combination alone (member_name), so running the same
+command again asks each backend for the same names, and both backends follow a job that already exists
+with the same spec instead of starting it again: a re-run submits nothing new.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Union
+
+from .backends.backoff import Backoff
+from .backends.base import JobInfo, SubmitOptions
+from .errors import BackendError, SpecError, UsageError
+from .spec.diagnostics import Diagnostic
+from .spec.model import JobSpec
+
+GROUP_TAG = "dtrain.group"
+MATRIX_TAG = "dtrain.matrix."        # + the --matrix path, e.g. dtrain.matrix.inputs.lr
+MAX_NAME = 255                       # Azure ML's (and the spec schema's) job name limit
+_SLUG_MAX = 40                       # the readable part of a member name, before its hash
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class Axis:
+    path: str                        # a --set path, e.g. inputs.lr
+    values: tuple                    # the values as written, e.g. ("0.1", "0.2")
+
+
+@dataclass
+class Member:
+    """One combination: its job name, its values (path -> text as written) and the spec it makes."""
+    name: str
+    combination: dict
+    spec: JobSpec
+    sets: list = field(default_factory=list)   # the --set items that made it (the command's, then its own)
+
+
+@dataclass
+class Grid:
+    group: str
+    axes: list
+    members: list
+    warnings: list = field(default_factory=list)   # each combination's warnings, labelled
+
+    def tags(self, member: Member) -> dict:
+        """The tags that say which group and which values a job is (job tags outlive this machine)."""
+        return {GROUP_TAG: self.group, **{MATRIX_TAG + p: v for p, v in member.combination.items()}}
+
+
+# --- parsing and naming (pure) -------------------------------------------------------------------
+
+def parse_matrix(items) -> list[Axis]:
+    """--matrix PATH=V1,V2 flags, in the order given. Values are split on commas and kept as written (each
+    is applied as `--set PATH=V`, so 0.1 is a number and [1,2] would be split: use --set for lists)."""
+    axes: list[Axis] = []
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"--matrix '{item}' has no '='", hint="write --matrix PATH=V1,V2, e.g. "
+                             "--matrix inputs.lr=0.1,0.01")
+        path, _, raw = item.partition("=")
+        path = path.strip()
+        if not path:
+            raise UsageError(f"--matrix '{item}': empty path", hint="write --matrix inputs.lr=0.1,0.01")
+        values = tuple(v.strip() for v in raw.split(","))
+        if not raw.strip() or any(v == "" for v in values):
+            raise UsageError(f"--matrix '{item}': an empty value", hint="write the values separated by commas, "
+                             "without spaces or empty items: --matrix inputs.lr=0.1,0.01")
+        dupes = sorted({v for v in values if values.count(v) > 1})
+        if dupes:
+            raise UsageError(f"--matrix '{item}': {', '.join(dupes)} given twice", hint="give each value once")
+        if any(a.path == path for a in axes):
+            raise UsageError(f"--matrix {path} is given twice", hint="put all its values in one flag: "
+                             f"--matrix {path}=V1,V2")
+        axes.append(Axis(path, values))
+    return axes
+
+
+def combinations(axes: list[Axis]) -> list[dict]:
+    """The cross product, in a stable order: the first --matrix varies slowest (as nested loops)."""
+    if not axes:
+        return []
+    return [dict(zip((a.path for a in axes), vals)) for vals in itertools.product(*(a.values for a in axes))]
+
+
+def member_name(group: str, combination: dict) -> str:
+    """GROUP-<values>-<hash>: readable, and unique per combination whatever the order of the flags or the
+    other values given (the hash is of the combination itself), so adding a value to a list keeps the
+    names of the combinations that were there. At most 255 characters, a valid job name."""
+    digest = hashlib.sha256(json.dumps(combination, sort_keys=True).encode()).hexdigest()[:8]
+    slug = _UNSAFE.sub("_", "-".join(combination[p] for p in combination)).strip("_-")[:_SLUG_MAX].strip("_-")
+    tail = f"-{slug}-{digest}" if slug else f"-{digest}"
+    if len(group) + len(tail) > MAX_NAME:
+        raise UsageError(f"the group name '{group[:40]}...' is too long for its job names "
+                         f"({len(group)} characters; at most {MAX_NAME - len(tail)} here)", hint="give a shorter --name")
+    return group + tail
+
+
+def generated_group() -> str:
+    from .backends.names import generate_name
+
+    return generate_name()
+
+
+# --- building and validating ---------------------------------------------------------------------
+
+Loader = Callable[[str, list], tuple]
+
+
+def build_grid(spec_path: str, sets, matrix, name: str | None = None, *, loader: Loader | None = None) -> Grid:
+    """Every combination loaded and validated, and named. One invalid combination: a SpecError (exit 2)
+    carrying the problems of every combination, each labelled with its values; nothing was submitted."""
+    if loader is None:
+        from .spec.validate import load_spec as loader_
+    else:
+        loader_ = loader
+    axes = parse_matrix(matrix)
+    if not axes:
+        raise UsageError("no --matrix given", hint="write --matrix PATH=V1,V2")
+    combos = combinations(axes)
+    members, problems, warnings = [], [], []
+    spec_name = None
+    for combo in combos:
+        own = [f"{p}={v}" for p, v in combo.items()]
+        label = ", ".join(own)
+        try:
+            spec, diags = loader_(spec_path, list(sets or []) + own)
+        except SpecError as exc:
+            problems += [_labelled(d, label) for d in exc.diagnostics]
+            continue
+        except UsageError as exc:
+            if "no such file" in exc.message or "cannot read" in exc.message or "is a folder" in exc.message:
+                raise                           # the spec itself, not a combination: say it once
+            problems.append(Diagnostic("error", f"[{label}] {exc.message}", hint=exc.hint, code="bad-matrix-value"))
+            continue
+        spec_name = spec_name or spec.name
+        warnings += [_labelled(d, label) for d in diags if d.severity != "note"]
+        members.append(Member("", combo, spec, list(sets or []) + own))
+    if problems:
+        n = len(combos) - len(members)
+        raise SpecError(problems, message=f"{n} of {len(combos)} combinations invalid "
+                                          f"({sum(1 for d in problems if d.severity == 'error')} errors)")
+    group = name or spec_name or generated_group()
+    for m in members:
+        m.name = member_name(group, m.combination)
+    return Grid(group=group, axes=axes, members=members, warnings=warnings)
+
+
+def _labelled(d: Diagnostic, label: str) -> Diagnostic:
+    from dataclasses import replace
+
+    return replace(d, message=f"[{label}] {d.message}")
+
+
+def default_max_parallel(grid: Grid, local: bool, cpus: int | None = None) -> int | None:
+    """Local: as many jobs at once as the machine has a CPU for each of their processes (at least one
+    job); Azure: no limit (None), the cluster's own queue decides."""
+    if not local:
+        return None
+    cpus = cpus or os.cpu_count() or 1
+    per_job = max((m.spec.process_count for m in grid.members), default=1)
+    return max(1, cpus // max(1, per_job))
+
+
+# --- submitting and following --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Submitted:
+    member: Member
+    info: JobInfo
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """A submit failed on the service's side (throttling past the SDK's own retries, 5xx): waiting and
+    asking again under the same name, which never starts a job twice."""
+    member: Member
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class StatusChanged:
+    info: JobInfo
+
+
+@dataclass(frozen=True)
+class Polled:
+    """One poll of the jobs in flight is done: name -> JobInfo of every member seen so far."""
+    infos: dict
+
+
+@dataclass(frozen=True)
+class Ended:
+    """With wait: every member is terminal (name -> final JobInfo); without: every member is submitted."""
+    infos: dict
+
+
+Event = Union[Submitted, Retrying, StatusChanged, Polled, Ended]
+SUBMIT_TRIES = 6
+
+
+def run_grid(session, grid: Grid, *, local: bool, max_parallel: int | None, wait: bool,
+             input_paths: dict | None = None, poll_first: float = 0.2,
+             sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
+    """Submit every member with at most `max_parallel` (None: all) not yet ended, and with `wait` follow
+    them to the end. Plans are built for every member before the first submit (a plan error submits
+    nothing). Without wait it returns once the last member is submitted."""
+    from . import follow
+
+    plans = []
+    for m in grid.members:
+        opts = SubmitOptions(name=m.name, tags=grid.tags(m), input_paths=dict(input_paths or {}))
+        plans.append((m, session.plan(m.spec, opts, local=local)))
+    limit = max_parallel or len(plans)
+    pending = list(plans)
+    infos: dict = {}
+    backends: dict = {}
+    cap = min([getattr(session.backend(p.backend), "poll_cap_s", 5.0) for _, p in plans] + [5.0])
+    poll = Backoff(poll_first, cap=cap)
+    while True:
+        active = [n for n, i in infos.items() if not i.terminal]
+        progressed = False
+        while pending and len(active) < limit:
+            member, plan = pending.pop(0)
+            info = yield from _submit_one(session, grid, member, plan, sleep)
+            infos[member.name] = info
+            backends[member.name] = session.backend(plan.backend)
+            progressed = True
+            yield Submitted(member, info)
+            if not info.terminal:
+                active.append(member.name)
+        if (not pending and not wait) or (not active and not pending):
+            yield Ended(dict(infos))
+            return
+        sleep(poll.next(progressed))
+        for name, info in follow._snapshot(backends, active).items():
+            changed = info.status != infos[name].status
+            infos[name] = info
+            if changed:
+                poll.reset()
+                yield StatusChanged(info)
+        yield Polled(dict(infos))
+
+
+def _submit_one(session, grid: Grid, member: Member, plan, sleep):
+    """Submit, asking again after a back-off while the service fails or throttles past the SDK's own
+    retries (BackendError, exit 5); yields a Retrying per wait and returns the JobInfo. The name is fixed
+    and each try first looks the job up, so a job is never started twice."""
+    backoff = Backoff(2.0, cap=30.0, factor=2.0)
+    for attempt in range(SUBMIT_TRIES):
+        try:
+            return session.submit(plan)
+        except BackendError as exc:
+            if attempt + 1 == SUBMIT_TRIES:
+                raise BackendError(f"{exc.message} (job {member.name}, after {SUBMIT_TRIES} tries)",
+                                   hint="the jobs already submitted keep running; the same command with "
+                                        f"--name {grid.group} follows them and submits the rest") from exc
+            yield Retrying(member, backoff.delay, exc.message)
+            sleep(backoff.delay)
+            backoff.next(False)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,224 @@
+"""Matrix submission, the library part (dtrain.grid): parsing, the cross product, names, validation of
+every combination before anything is sent, and throttled submission over a fake session (our own
+logic only; real jobs: test_grid_local.py, Azure: test_grid_azure.py)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dtrain import grid
+from dtrain.backends.base import JobInfo
+from dtrain.errors import BackendError, SpecError, UsageError
+from dtrain.spec.schema import JOB_NAME_PATTERN
+
+SPEC = """\
+command: python train.py --lr ${{inputs.lr}} --epochs ${{inputs.epochs}}
+environment: azureml:env@latest
+compute: local
+inputs: {lr: 0.01, epochs: 1}
+resources: {instance_count: 1}
+distribution: {type: pytorch, process_count_per_instance: 2}
+"""
+
+
+def test_parse_matrix_keeps_order_and_values_as_written():
+    axes = grid.parse_matrix(["inputs.lr=0.1,0.01", "inputs.epochs=1,2,3"])
+    assert axes == [grid.Axis("inputs.lr", ("0.1", "0.01")), grid.Axis("inputs.epochs", ("1", "2", "3"))]
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("inputs.lr", "has no '='"), ("=1,2", "empty path"), ("inputs.lr=", "empty value"),
+    ("inputs.lr=1,,2", "empty value"), ("inputs.lr=1,1", "1 given twice"),
+])
+def test_parse_matrix_refuses_bad_flags(bad, words):
+    with pytest.raises(UsageError, match=re.escape(words)):
+        grid.parse_matrix([bad])
+
+
+def test_the_same_path_twice_is_refused():
+    with pytest.raises(UsageError, match="given twice"):
+        grid.parse_matrix(["inputs.lr=1", "inputs.lr=2"])
+
+
+def test_cross_product_first_flag_varies_slowest():
+    combos = grid.combinations(grid.parse_matrix(["a=1,2", "b=x,y,z"]))
+    assert combos == [{"a": "1", "b": "x"}, {"a": "1", "b": "y"}, {"a": "1", "b": "z"},
+                      {"a": "2", "b": "x"}, {"a": "2", "b": "y"}, {"a": "2", "b": "z"}]
+
+
+def test_member_names_are_valid_stable_and_unique():
+    combos = grid.combinations(grid.parse_matrix(["inputs.lr=0.1,0.01", "inputs.epochs=1,2"]))
+    names = [grid.member_name("sweep", c) for c in combos]
+    assert len(set(names)) == 4
+    assert all(re.fullmatch(JOB_NAME_PATTERN, n) for n in names)
+    assert names[0].startswith("sweep-0_1-1-")
+    # the name depends on the combination only: not on the order of the flags or on the other values
+    assert grid.member_name("sweep", {"inputs.epochs": "1", "inputs.lr": "0.1"}).rsplit("-", 1)[1] == \
+        names[0].rsplit("-", 1)[1]
+    assert grid.combinations(grid.parse_matrix(["inputs.lr=0.1,0.5", "inputs.epochs=1"]))[0] == combos[0]
+
+
+def test_member_names_respect_the_length_limit():
+    long_value = {"inputs.tag": "x" * 300}
+    n = grid.member_name("g" * 200, long_value)
+    assert len(n) <= 255 and re.fullmatch(JOB_NAME_PATTERN, n)
+    odd = grid.member_name("g", {"inputs.path": "/a b/c.txt"})
+    assert re.fullmatch(JOB_NAME_PATTERN, odd)
+    with pytest.raises(UsageError, match="too long"):
+        grid.member_name("g" * 250, {"a": "1"})
+
+
+def test_build_grid_validates_and_tags_every_combination(write):
+    spec = write("job.yml", SPEC)
+    g = grid.build_grid(str(spec), ["inputs.epochs=3"], ["inputs.lr=0.1,0.2", "resources.instance_count=1,2"],
+                        name="lrs")
+    assert g.group == "lrs" and len(g.members) == 4
+    m = g.members[3]
+    assert m.combination == {"inputs.lr": "0.2", "resources.instance_count": "2"}
+    assert m.spec.data["inputs"]["lr"] == 0.2 and m.spec.instance_count == 2
+    assert m.spec.data["inputs"]["epochs"] == 3             # the command's own --set applies to every one
+    assert g.tags(m) == {"dtrain.group": "lrs", "dtrain.matrix.inputs.lr": "0.2",
+                         "dtrain.matrix.resources.instance_count": "2"}
+
+
+def test_one_invalid_combination_fails_the_grid_with_every_problem(write):
+    spec = write("job.yml", SPEC)
+    with pytest.raises(SpecError) as exc:
+        grid.build_grid(str(spec), [], ["resources.instance_count=1,0,-3", "inputs.lr=0.1,0.2"], name="g")
+    msgs = [d.message for d in exc.value.diagnostics if d.severity == "error"]
+    # 2 bad counts x 2 learning rates: each problem once per combination, labelled with its values
+    assert len(msgs) == 4
+    assert sum("[resources.instance_count=0, inputs.lr=0.1]" in m for m in msgs) == 1
+    assert sum("[resources.instance_count=-3, inputs.lr=0.2]" in m for m in msgs) == 1
+    assert exc.value.message.startswith("4 of 6 combinations invalid")
+
+
+def test_group_name_comes_from_name_then_the_spec_then_is_generated(write):
+    spec = write("job.yml", SPEC)
+    assert grid.build_grid(str(spec), ["name=from-spec"], ["inputs.lr=1"]).group == "from-spec"
+    a = grid.build_grid(str(spec), [], ["inputs.lr=1"]).group
+    b = grid.build_grid(str(spec), [], ["inputs.lr=1"]).group
+    assert a != b and re.fullmatch(JOB_NAME_PATTERN, a)
+
+
+def test_a_missing_spec_is_said_once(tmp_path):
+    with pytest.raises(UsageError, match="no such file"):
+        grid.build_grid(str(tmp_path / "nope.yml"), [], ["inputs.lr=1,2"])
+
+
+def test_local_default_parallelism_fits_the_processes_on_the_cpus(write):
+    g = grid.build_grid(str(write("job.yml", SPEC)), [], ["resources.instance_count=1,2"], name="g")
+    # the biggest member has 2 nodes x 2 processes
+    assert grid.default_max_parallel(g, local=True, cpus=16) == 4
+    assert grid.default_max_parallel(g, local=True, cpus=2) == 1
+    assert grid.default_max_parallel(g, local=False, cpus=2) is None
+
+
+# --- throttled submission, over a fake session (our own logic) --------------------------------------
+
+class FakePlan:
+    backend = "fake"
+
+    def __init__(self, name):
+        self.name = name
+
+    def to_dict(self):
+        return {"name": self.name}
+
+
+class FakeBackend:
+    """Jobs run for `polls` status reads; `fail` names end Failed; `flaky` names raise BackendError that
+    many times on submit first."""
+    name = "fake"
+    poll_cap_s = 0.0
+
+    def __init__(self, polls=2, fail=(), flaky=None):
+        self.polls, self.fail, self.flaky = polls, set(fail), dict(flaky or {})
+        self.reads: dict = {}
+        self.started: list = []
+        self.max_active = 0
+
+    def active(self):
+        return sum(1 for n in self.started if self.reads.get(n, 0) < self.polls)
+
+    def _info(self, name):
+        done = self.reads[name] >= self.polls
+        status = ("Failed" if name in self.fail else "Completed") if done else "Running"
+        return JobInfo(name=name, backend="fake", status=status)
+
+    def status(self, name):
+        self.reads[name] += 1
+        return self._info(name)
+
+    def list(self, names=None, **_):
+        return [self.status(n) for n in names]
+
+
+class FakeSession:
+    def __init__(self, backend):
+        self.b = backend
+        self.submits: list = []
+
+    def backend(self, kind, workspace=None):
+        return self.b
+
+    def plan(self, spec, options, *, local):
+        return FakePlan(options.name)
+
+    def submit(self, plan):
+        self.submits.append(plan.name)
+        if self.b.flaky.get(plan.name):
+            self.b.flaky[plan.name] -= 1
+            raise BackendError("Azure ML failed to submit (HTTP 429): throttled")
+        if plan.name not in self.b.started:
+            self.b.started.append(plan.name)
+            self.b.reads[plan.name] = 0
+        self.b.max_active = max(self.b.max_active, self.b.active())
+        return self.b._info(plan.name)
+
+
+def small_grid(write, n=4):
+    return grid.build_grid(str(write("job.yml", SPEC)), [], [f"inputs.lr={','.join(str(i) for i in range(n))}"],
+                           name="g")
+
+
+def test_at_most_k_jobs_in_flight_and_every_one_followed_to_the_end(write):
+    g, be = small_grid(write, 5), FakeBackend(polls=2, fail={"x"})
+    s = FakeSession(be)
+    events = list(grid.run_grid(s, g, local=True, max_parallel=2, wait=True, sleep=lambda _: None))
+    assert be.max_active == 2
+    assert s.submits == [m.name for m in g.members]           # each once, in the grid's order
+    end = events[-1]
+    assert isinstance(end, grid.Ended) and set(end.infos) == set(s.submits)
+    assert all(i.status == "Completed" for i in end.infos.values())
+    assert [type(e) for e in events].count(grid.Submitted) == 5
+
+
+def test_without_wait_it_returns_once_the_last_job_is_submitted(write):
+    g, be = small_grid(write, 3), FakeBackend(polls=3)
+    s = FakeSession(be)
+    events = list(grid.run_grid(s, g, local=True, max_parallel=1, wait=False, sleep=lambda _: None))
+    assert s.submits == [m.name for m in g.members]
+    assert events[-1].infos[g.members[-1].name].status == "Running"   # not waited for
+    assert be.reads[g.members[0].name] == 3                         # the first had to end for the second
+
+
+def test_a_failed_submit_is_asked_again_under_the_same_name(write):
+    g = small_grid(write, 2)
+    first = g.members[0].name
+    be = FakeBackend(polls=1, flaky={first: 2})
+    s, slept = FakeSession(be), []
+    events = list(grid.run_grid(s, g, local=False, max_parallel=None, wait=True, sleep=slept.append))
+    assert s.submits == [first, first, first, g.members[1].name]
+    retries = [e for e in events if isinstance(e, grid.Retrying)]
+    assert [r.delay_s for r in retries] == [2.0, 4.0] and slept[:2] == [2.0, 4.0]
+    assert be.started == [first, g.members[1].name]
+
+
+def test_a_submit_that_keeps_failing_says_how_to_resume(write):
+    g = small_grid(write, 2)
+    be = FakeBackend(flaky={g.members[1].name: 99})
+    with pytest.raises(BackendError, match="after 6 tries") as exc:
+        list(grid.run_grid(FakeSession(be), g, local=False, max_parallel=None, wait=True, sleep=lambda _: None))
+    assert "--name g" in exc.value.hint
