@@ -32,13 +32,22 @@ def _failure_text(info: JobInfo) -> tuple[str, str]:
     return title, "\n".join([f.message, *lines]).strip()
 
 
-def summary_markdown(infos) -> str:
-    rows = ["| job | status | nodes x processes | started | ended |", "|---|---|---|---|---|"]
+def _md_cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(infos, columns: dict | None = None) -> str:
+    """The jobs as a Markdown table; `columns` (name -> {header: value}) adds columns, e.g. a grid's
+    --matrix values."""
+    extra = list(dict.fromkeys(h for cols in (columns or {}).values() for h in cols))
+    rows = ["| job | status | " + "".join(f"{_md_cell(h)} | " for h in extra) + "nodes x processes | started | ended |",
+            "|---|---|" + "---|" * len(extra) + "---|---|---|"]
     for i in infos:
         status = i.status + (" (timed out)" if i.timed_out else "")
         name = f"[{i.name}]({i.url})" if i.url and i.url.startswith("http") else i.name
-        rows.append(f"| {name} | {status} | {i.nodes} x {i.processes_per_node} | {i.started or ''} | "
-                    f"{i.ended or ''} |")
+        own = (columns or {}).get(i.name, {})
+        rows.append(f"| {name} | {status} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
+                    + f"{i.nodes} x {i.processes_per_node} | {i.started or ''} | {i.ended or ''} |")
     out = ["### dtrain", "", *rows, ""]
     for i in infos:
         if i.failure:
@@ -47,15 +56,16 @@ def summary_markdown(infos) -> str:
     return "\n".join(out)
 
 
-def report(infos, stream=None) -> None:
-    """Write the CI system's summary and annotations for finished jobs (annotations on stderr)."""
+def report(infos, stream=None, columns: dict | None = None) -> None:
+    """Write the CI system's summary and annotations for finished jobs (annotations on stderr); `columns`
+    as in summary_markdown."""
     stream = stream or sys.stderr
     infos = list(infos)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         path = os.environ.get("GITHUB_STEP_SUMMARY")
         if path:
             with open(path, "a", encoding="utf-8") as f:
-                f.write(summary_markdown(infos) + "\n")
+                f.write(summary_markdown(infos, columns) + "\n")
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
@@ -70,7 +80,7 @@ def report(infos, stream=None) -> None:
         if summary_dir:
             path = os.path.join(summary_dir, "dtrain-summary.md")
             with open(path, "w", encoding="utf-8") as f:
-                f.write(summary_markdown(infos) + "\n")
+                f.write(summary_markdown(infos, columns) + "\n")
             print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)
 
 

@@ -35,6 +35,12 @@ SubOpt = typer.Option(None, "--subscription", envvar=None, help="Azure subscript
 RgOpt = typer.Option(None, "--resource-group", "-g", help="Azure resource group.")
 WsOpt = typer.Option(None, "--workspace", "-w", help="Azure ML workspace name.")
 ExperimentOpt = typer.Option(None, "--experiment", help="Only jobs of this experiment.")
+MatrixOpt = typer.Option(None, "--matrix", metavar="PATH=V1,V2",
+                         help="One job per value, applied like --set; several --matrix: one job per combination "
+                              "(the cross product). Every combination is validated before the first submit.")
+MaxParallelOpt = typer.Option(None, "--max-parallel", metavar="K",
+                              help="With --matrix (and scale): at most K jobs not yet ended at a time. Default: "
+                                   "local, CPUs / processes per job (at least 1); Azure, no limit.")
 TagOpt = typer.Option(None, "--tag", metavar="K=V", help="Only jobs with this tag (K alone: with this tag key).")
 
 
@@ -236,14 +242,22 @@ def submit(
     dry_run: bool = typer.Option(False, "--dry-run", help="Submit nothing: print what `dtrain render` prints "
                                  "for this spec and flags (the local plan as JSON for a local run, else the "
                                  "Azure job YAML) and exit 0."),
+    matrix: Optional[List[str]] = MatrixOpt,
+    max_parallel: Optional[int] = MaxParallelOpt,
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
 ):
-    """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome."""
+    """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome.
+    With --matrix, one job per combination of the values (docs/grids.md)."""
     from .output import note, out
 
     _check_output(output)
+    if matrix:
+        return _submit_grid(spec, matrix, local=local, wait=wait, name=name, sets=set_, inputs=input_,
+                            output=output, timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel,
+                            flags=(subscription, resource_group, workspace))
+    _useless("--max-parallel", max_parallel is not None, "only applies with --matrix (one job has nothing to throttle)")
     if dry_run:
         flags = [f for f, v in (("--wait", wait), ("--output", output != "text"), ("--timeout", timeout is not None),
                                 ("--quiet", quiet), ("--subscription", subscription),
@@ -277,6 +291,257 @@ def submit(
                 note(f"{info.url}")
         return
     _follow(session, [info.name], output=output, timeout=timeout, stream=not quiet, local=is_local, submitted=info)
+
+
+def _submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, inputs, output: str, timeout,
+                 quiet: bool, dry_run: bool, max_parallel, flags) -> None:
+    """submit --matrix: validate every combination, then submit them throttled (dtrain.grid); with --wait
+    a live table and a final one, exit by the worst outcome."""
+    from . import grid
+    from .output import note, out, print_diagnostics
+
+    _useless("--quiet", quiet, "does nothing with --matrix, which streams no log (the table shows every job)")
+    if dry_run:
+        given = [f for f, v in (("--wait", wait), ("--output", output != "text"), ("--timeout", timeout is not None),
+                                ("--max-parallel", max_parallel is not None), ("--subscription", flags[0]),
+                                ("--resource-group", flags[1]), ("--workspace", flags[2])) if v]
+        _useless(", ".join(given), given, f"{'does' if len(given) == 1 else 'do'} nothing with --dry-run, which "
+                 "submits nothing")
+    _check_timeout(timeout)
+    _useless("--timeout", timeout is not None and not wait, "only applies with --wait")
+    if max_parallel is not None and max_parallel < 1:
+        raise UsageError(f"--max-parallel must be at least 1, not {max_parallel}")
+    _local_only(local, *flags)
+    if name is not None:
+        _submit_options(name, None)          # the group name is checked as a job name
+    g = grid.build_grid(spec, sets, matrix, name)
+    print_diagnostics(g.warnings)
+    kinds = {local or m.spec.is_local_compute for m in g.members}
+    if len(kinds) > 1:
+        raise UsageError("--matrix makes some jobs local (compute: local) and others Azure ML jobs",
+                         hint="run the local and the Azure combinations as two commands")
+    is_local = kinds.pop()
+    _useless("--input", inputs and not is_local, "only applies to local runs (Azure resolves its own inputs)")
+    if dry_run:
+        for m in g.members:
+            out(m.name + "\t" + " ".join(f"{p}={v}" for p, v in m.combination.items()))
+        note(f"{len(g.members)} jobs in group {g.group}, all valid; nothing was submitted")
+        return
+    session = _session(*flags)
+    k = max_parallel or grid.default_max_parallel(g, is_local)
+    n = len(g.members)
+    if output == "text":
+        note(f"group {g.group}: {n} job{'s' if n != 1 else ''}" + (f", at most {k} at a time" if k and k < n else ""))
+    final = _run_grid(session, g, local=is_local, wait=wait, output=output, timeout=timeout, max_parallel=k,
+                      inputs=_submit_options(None, inputs).input_paths)
+    if wait:
+        from . import follow
+
+        raise typer.Exit(follow.worst(follow.outcome(final[m.name]) for m in g.members))
+
+
+def _run_grid(session, g, *, local: bool, wait: bool, output: str, timeout, max_parallel, inputs,
+              metric_key: str | None = "loss", stream_status: bool = True, show_final: bool = True) -> dict:
+    """Print what running a grid yields: names (or JSON) as jobs are submitted; with wait, a live table on
+    a terminal (else a line per change) on stderr, then the final table (stdout). Returns name -> JobInfo."""
+    import time
+
+    from . import ci, follow, grid, grid_view
+    from .output import err, note, out, out_json, out_jsonl
+
+    live = None
+    if wait and output == "text" and stream_status and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.live import Live
+
+        from .output import PipeSafe
+
+        console = Console(file=PipeSafe(sys.stderr), markup=False, emoji=False, highlight=False)  # type: ignore[arg-type]  # a stream
+        live = Live(console=console,
+                    refresh_per_second=4, transient=True)
+        live.start()
+    infos: dict = {}
+    metrics: dict = {}
+    shown_metric = None
+    read_at = 0.0
+    try:
+        for ev in grid.run_grid(session, g, local=local, max_parallel=max_parallel, wait=wait, input_paths=inputs,
+                                timeout=timeout):
+            if isinstance(ev, grid.Submitted):
+                infos[ev.member.name] = ev.info
+                if output == "jsonl":
+                    out_jsonl({"event": "submitted", "job": ev.info.name, "status": ev.info.status,
+                               "group": g.group, "combination": ev.member.combination})
+                elif output == "text" and not wait:
+                    out(ev.info.name)
+                elif output == "text" and live is None and stream_status:
+                    err(f"{ev.info.name}: {ev.info.status} ({', '.join(f'{p}={v}' for p, v in ev.member.combination.items())})")
+            elif isinstance(ev, grid.Retrying):
+                if output == "jsonl":
+                    out_jsonl({"event": "retrying", "job": ev.member.name, "delay_s": ev.delay_s, "reason": ev.reason})
+                else:
+                    note(f"{ev.member.name}: {ev.reason}; asking again in {ev.delay_s:g} s")
+            elif isinstance(ev, grid.StatusChanged):
+                infos[ev.info.name] = ev.info
+                if output == "jsonl":
+                    out_jsonl({"event": "status", "job": ev.info.name, "status": ev.info.status})
+                elif output == "text" and live is None and stream_status:
+                    err(f"{ev.info.name}: {ev.info.status}")
+            elif isinstance(ev, (grid.Polled, grid.Ended)):
+                infos.update(ev.infos)
+                if metric_key and (isinstance(ev, grid.Ended) or time.monotonic() - read_at > 2.0):
+                    read_at = time.monotonic()
+                    metrics.update(_latest_metric(session, list(infos.values()), metric_key))
+                    shown_metric = metric_key if metrics else None
+            if live is not None:
+                live.update(grid_view.rich_table(g, infos, shown_metric, metrics))
+    except follow.WaitTimeout as exc:
+        if live is not None:
+            live.stop()
+        infos.update(exc.infos)
+        err(f"timed out after {timeout:g} s waiting; the jobs keep running")
+        note(f"re-attach with the same command and --name {g.group} (it submits nothing twice)")
+        raise typer.Exit(ExitCode.TIMEOUT) from None
+    except KeyboardInterrupt:
+        if live is not None:
+            live.stop()
+        err("interrupted; the jobs submitted keep running")
+        note(f"re-attach (and submit the rest) with the same command and --name {g.group}; "
+             f"`dtrain list --tag dtrain.group={g.group}` lists them")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    if live is not None:
+        live.stop()
+    if not show_final:
+        pass
+    elif output == "json":
+        out_json(grid_view.json_rows(g, infos, shown_metric, metrics))
+    elif output == "jsonl" and wait:
+        for row in grid_view.json_rows(g, infos, shown_metric, metrics):
+            out_jsonl({"event": "end", **row})
+    elif output == "text" and wait:
+        for line in grid_view.text_lines(g, infos, shown_metric, metrics):
+            out(line)
+    if wait:
+        for m in g.members:
+            if infos[m.name].failure and output != "json":
+                err(f"{m.name}:")
+                _print_failure(infos[m.name])
+        ci.report([infos[m.name] for m in g.members], columns=grid_view.markdown_columns(g))
+    return infos
+
+
+def _latest_metric(session, infos, key: str) -> dict:
+    """name -> the latest value of metric `key` each job logged, where its backend can read metrics
+    (Backend.latest_metrics: one batched read per backend); {} where none can."""
+    by_backend: dict = {}
+    for i in infos:
+        b = session.backend(i.backend)
+        by_backend.setdefault(id(b), (b, []))[1].append(i)
+    out: dict = {}
+    for b, jobs in by_backend.values():
+        read = getattr(b, "latest_metrics", None)
+        if read is None:
+            continue
+        try:
+            latest = read(jobs)
+        except Exception:  # noqa: BLE001 - a metric column is not worth failing the grid for
+            continue
+        for name, points in (latest or {}).items():
+            p = (points or {}).get(key)
+            if p is not None:
+                out[name] = p.value
+    return out
+
+
+@app.command()
+def scale(
+    spec: str = typer.Argument(..., metavar="SPEC"),
+    nodes: str = typer.Option(..., "--nodes", metavar="N1,N2,...", help="Node counts to run the spec at, e.g. "
+                              "1,2,4 (processes per node unchanged)."),
+    metric: str = typer.Option("samples_per_s", "--metric", help="The throughput metric the jobs log (MLflow); "
+                               "the shipped training scripts log samples_per_s."),
+    local: bool = typer.Option(False, "--local", help="Run here (N nodes x P processes emulated)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Optimizer steps per run: sets the spec's input "
+                                        "`steps` (the shipped templates pass it to the script as --steps)."),
+    warmup: float = typer.Option(0.2, "--warmup", help="Fraction of each run's logged steps left out as warm-up "
+                                 "(the first logged point is always left out)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Group name; the same command with the same name "
+                                       "reads the runs it already made instead of starting them again."),
+    set_: Optional[List[str]] = SetOpt,
+    max_parallel: Optional[int] = typer.Option(None, "--max-parallel", metavar="K", help="At most K runs at a "
+                                               "time. Default: local, 1 (runs sharing the CPUs would slow each "
+                                               "other); Azure, no limit."),
+    output: str = typer.Option("text", "--output", "-o", help="text (table and plot) or json."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4; the "
+                                            "jobs keep running)."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
+):
+    """Measure how the job scales: run it at each node count, read the throughput metric each run logged,
+    and report throughput per process and efficiency against the smallest run (docs/scaling.md)."""
+    from . import follow, grid
+    from . import scale as report
+    from .output import err, note, out, out_json, print_diagnostics
+
+    _check_output(output, ("text", "json"))
+    _check_timeout(timeout)
+    _local_only(local, subscription, resource_group, workspace)
+    counts = _node_counts(nodes)
+    if steps is not None and steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {steps}")
+    if not 0 <= warmup < 1:
+        raise UsageError(f"--warmup is a fraction of the steps, from 0 to below 1, not {warmup:g}")
+    if max_parallel is not None and max_parallel < 1:
+        raise UsageError(f"--max-parallel must be at least 1, not {max_parallel}")
+    if name is not None:
+        _submit_options(name, None)
+    sets = list(set_ or [])
+    if steps is not None:
+        base = _load(spec, sets)
+        if "steps" not in base.inputs:
+            raise UsageError(f"--steps sets the input `steps`, and {spec} declares none",
+                             hint="add `steps: 0` to its inputs and pass `--steps ${{inputs.steps}}` to the script "
+                                  "(as the shipped templates do), or leave --steps out")
+        sets.append(f"inputs.steps={steps}")
+    g = grid.build_grid(spec, sets, [f"resources.instance_count={','.join(map(str, counts))}"], name)
+    print_diagnostics(g.warnings)
+    is_local = local or all(m.spec.is_local_compute for m in g.members)
+    session = _session(subscription, resource_group, workspace)
+    k = max_parallel or (1 if is_local else None)
+    if output == "text":
+        note(f"group {g.group}: {len(g.members)} runs ({', '.join(str(c) for c in counts)} nodes x "
+             f"{g.members[0].spec.processes_per_node} processes)" + (f", {k} at a time" if k else ""))
+    final = _run_grid(session, g, local=is_local, wait=True, output=output, timeout=timeout, max_parallel=k,
+                      inputs={}, metric_key=None, stream_status=output == "text", show_final=False)
+    runs = []
+    for m in g.members:
+        info = final[m.name]
+        points = session.backend_for(m.name, is_local).metrics(m.name, keys=[metric]).get(metric, [])
+        runs.append((m.spec.instance_count, m.spec.process_count, m.name, info.status, points))
+    rs = report.rows(runs, warmup)
+    if output == "json":
+        out_json({"group": g.group, **report.report(rs, metric, warmup)})
+    else:
+        for line in report.table(rs, metric) + [""] + report.plot(rs):
+            out(line)
+        err(report.verdict(rs))
+    code = follow.worst(follow.outcome(final[m.name]) for m in g.members)
+    missing = [r.job for r in rs if r.throughput is None and r.status == "Completed"]
+    if missing and code == ExitCode.OK:
+        raise UsageError(f"{', '.join(missing)} logged no '{metric}'",
+                         hint="pass --metric NAME, a metric the script logs (`dtrain metrics NAME` lists them)")
+    raise typer.Exit(code)
+
+
+def _node_counts(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--nodes '{text}' is not a list of node counts", hint="write --nodes 1,2,4") from None
+    if any(c < 1 for c in counts) or len(set(counts)) != len(counts):
+        raise UsageError(f"--nodes '{text}': each count at least 1, each once", hint="write --nodes 1,2,4")
+    return sorted(counts)
 
 
 @app.command()

@@ -115,16 +115,10 @@ def generated_group() -> str:
 
 # --- building and validating ---------------------------------------------------------------------
 
-Loader = Callable[[str, list], tuple]
-
-
-def build_grid(spec_path: str, sets, matrix, name: str | None = None, *, loader: Loader | None = None) -> Grid:
+def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
     """Every combination loaded and validated, and named. One invalid combination: a SpecError (exit 2)
     carrying the problems of every combination, each labelled with its values; nothing was submitted."""
-    if loader is None:
-        from .spec.validate import load_spec as loader_
-    else:
-        loader_ = loader
+    from .spec.validate import load_spec
     axes = parse_matrix(matrix)
     if not axes:
         raise UsageError("no --matrix given", hint="write --matrix PATH=V1,V2")
@@ -135,7 +129,7 @@ def build_grid(spec_path: str, sets, matrix, name: str | None = None, *, loader:
         own = [f"{p}={v}" for p, v in combo.items()]
         label = ", ".join(own)
         try:
-            spec, diags = loader_(spec_path, list(sets or []) + own)
+            spec, diags = load_spec(spec_path, list(sets or []) + own)
         except SpecError as exc:
             problems += [_labelled(d, label) for d in exc.diagnostics]
             continue
@@ -212,12 +206,15 @@ SUBMIT_TRIES = 6
 
 
 def run_grid(session, grid: Grid, *, local: bool, max_parallel: int | None, wait: bool,
-             input_paths: dict | None = None, poll_first: float = 0.2,
+             input_paths: dict | None = None, timeout: float | None = None, poll_first: float = 0.2,
              sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
     """Submit every member with at most `max_parallel` (None: all) not yet ended, and with `wait` follow
     them to the end. Plans are built for every member before the first submit (a plan error submits
-    nothing). Without wait it returns once the last member is submitted."""
+    nothing). Without wait it returns once the last member is submitted. follow.WaitTimeout (with the
+    jobs seen so far) when `timeout` seconds pass first."""
     from . import follow
+
+    deadline = time.monotonic() + timeout if timeout else None
 
     plans = []
     for m in grid.members:
@@ -244,7 +241,10 @@ def run_grid(session, grid: Grid, *, local: bool, max_parallel: int | None, wait
         if (not pending and not wait) or (not active and not pending):
             yield Ended(dict(infos))
             return
-        sleep(poll.next(progressed))
+        if deadline is not None and time.monotonic() >= deadline:
+            raise follow.WaitTimeout(dict(infos))
+        delay = poll.next(progressed)
+        sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
         for name, info in follow._snapshot(backends, active).items():
             changed = info.status != infos[name].status
             infos[name] = info
