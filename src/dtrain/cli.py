@@ -517,11 +517,15 @@ def watch(
     output: str = typer.Option("text", "--output", "-o", help="text (a live table), json (the jobs at the end) "
                                "or jsonl (status events)."),
     once: bool = typer.Option(False, "--once", help="Print the table once and exit 0."),
+    metric: str = typer.Option("loss", "--metric", metavar="K", help="The metric whose latest value the table "
+                               "shows, next to samples/s (one batched metrics read per poll)."),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="No metric columns (and no metrics read)."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
 ):
-    """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
+    """A live table of jobs (status, duration, nodes x processes, latest loss and samples/s, last line),
+    one list call (and one batched metrics read) per poll.
     Ends when every watched job has ended. Exits like `wait` over the named jobs; without names, over
     the jobs that were running when the watch began (0 when none was)."""
     from . import follow
@@ -535,7 +539,8 @@ def watch(
     tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _session(subscription, resource_group, workspace).listing_backend(local)
     try:
-        _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once)
+        _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once,
+                               metric=None if no_metrics or output != "text" else metric)
     except KeyboardInterrupt:
         from .output import err
 

@@ -134,11 +134,23 @@ class Session:
         points logged at the very end are in it."""
         import time
 
+        from .errors import LostTrack
+
         backend = self.backend_for(name, local)
         reader = backend.metrics_reader(name, keys=keys)
+        failures = 0
         while True:
             info = backend.status(name)           # before the poll: a terminal status means nothing follows
-            yield reader.poll(), reader.points, info
+            try:
+                new = reader.poll()
+                failures = 0
+            except LostTrack:                     # the reader keeps its place: the next poll goes on from it
+                failures += 1
+                if failures >= 5 or info.terminal:
+                    raise
+                time.sleep(interval)
+                continue
+            yield new, reader.points, info
             if info.terminal:
                 return
             time.sleep(interval)
