@@ -712,10 +712,15 @@ def _follow(session, names, *, output: str, timeout, stream: bool, local: bool =
         progress.finish()
     from . import ci
 
-    ci.report(final.values())
     infos = list(final.values())
+    final_metrics = _final_metrics(session, infos[0].name, local) if submitted is not None else None
+    ci.report(final.values(), metrics={infos[0].name: final_metrics} if final_metrics else None)
     if output == "json":
-        _emit(infos[0].to_dict() if submitted is not None else [i.to_dict() for i in infos], "json")
+        if submitted is not None:
+            _emit({**infos[0].to_dict(), "metrics": {k: p.to_dict() for k, p in (final_metrics or {}).items()}},
+                  "json")
+        else:
+            _emit([i.to_dict() for i in infos], "json")
     for info in infos:
         if output == "jsonl" and shown.get(info.name) != info.status:
             out_jsonl({"event": "status", "job": info.name, "status": info.status})
@@ -723,10 +728,26 @@ def _follow(session, names, *, output: str, timeout, stream: bool, local: bool =
             err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
         _print_failure(info)
     if submitted is not None:
+        from .metrics_view import final_line
         from .progress import summary_line
 
         err(summary_line(infos[0], time.monotonic() - t0))
+        last = final_line({k: [p] for k, p in (final_metrics or {}).items()})
+        if last:
+            err(f"{infos[0].name}: final metrics: {last}")
     raise typer.Exit(follow.worst(follow.outcome(i) for i in infos))
+
+
+def _final_metrics(session, name: str, local: bool) -> dict:
+    """key -> the last point of each metric the job logged ({} when none or when they cannot be read:
+    the job's outcome is what submit --wait exits by)."""
+    from .errors import DtrainError
+    from .metrics_view import final_values
+
+    try:
+        return final_values(session.metrics(name, local=local))
+    except DtrainError:
+        return {}
 
 
 def _click_exceptions():

@@ -80,9 +80,9 @@ def plot(points: list[MetricPoint], width: int = 60, height: int = 10) -> list[s
     x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
     grid = [[" "] * width for _ in range(height)]
     for x, y in zip(xs, ys):
-        col = 0 if x1 == x0 else round((x - x0) / (x1 - x0) * (width - 1))
-        row = height // 2 if y1 == y0 else round((y1 - y) / (y1 - y0) * (height - 1))
-        grid[row][col] = "*"
+        c = 0 if x1 == x0 else round((x - x0) / (x1 - x0) * (width - 1))
+        r = height // 2 if y1 == y0 else round((y1 - y) / (y1 - y0) * (height - 1))
+        grid[r][c] = "*"
     top, bottom = fmt(y1), fmt(y0)
     lw = max(len(top), len(bottom))
     lines = []

@@ -6,7 +6,7 @@ assert on it. Only submit() acts.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator, Protocol, runtime_checkable
+from typing import Callable, Iterator, List, Protocol, runtime_checkable
 
 from ..exitcodes import TERMINAL_STATUSES
 from ..spec.model import JobSpec
@@ -145,7 +145,7 @@ class Backend(Protocol):
     def knows(self, name: str) -> bool:
         """Whether this backend holds a job of this name (routes status/logs/cancel by name)."""
 
-    def metrics(self, name: str, *, keys=None) -> dict[str, list[MetricPoint]]:
+    def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:   # List: `list` is a method here
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step
         order; {} when it logged none. JobNotFound for an unknown job."""
 
@@ -153,6 +153,6 @@ class Backend(Protocol):
         """An incremental reader of the job's metrics (metrics --follow): a poll fetches only what it
         has not seen."""
 
-    def latest_metrics(self, jobs: list[JobInfo]) -> dict[str, dict[str, MetricPoint]]:
+    def latest_metrics(self, jobs: List[JobInfo]) -> dict[str, dict[str, MetricPoint]]:
         """The latest point of every metric of each job (name -> key -> point), in one batched read
         for all of them (watch: O(1) requests per poll whatever the number of jobs)."""

@@ -55,9 +55,9 @@ def create(staging: Path, job_dir: str, name: str, experiment_name: str | None, 
     for sub in ("metrics", "params", "tags", "artifacts"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
     (staging / MLRUNS / ".trash").mkdir(exist_ok=True)
-    experiment = {"artifact_location": f"{root_uri}/{eid}", "creation_time": now_ms, "experiment_id": eid,
+    experiment: dict = {"artifact_location": f"{root_uri}/{eid}", "creation_time": now_ms, "experiment_id": eid,
                   "last_update_time": now_ms, "lifecycle_stage": "active", "name": exp}
-    run = {"artifact_uri": f"{root_uri}/{eid}/{name}/artifacts", "end_time": None, "entry_point_name": "",
+    run: dict = {"artifact_uri": f"{root_uri}/{eid}/{name}/artifacts", "end_time": None, "entry_point_name": "",
            "experiment_id": eid, "lifecycle_stage": "active", "run_id": name, "run_name": name,
            "run_uuid": name, "source_name": "", "source_type": 4, "source_version": "",
            "start_time": now_ms, "status": 1, "tags": [], "user_id": "dtrain"}   # status 1: RUNNING
