@@ -32,14 +32,25 @@ def _failure_text(info: JobInfo) -> tuple[str, str]:
     return title, "\n".join([f.message, *lines]).strip()
 
 
-def summary_markdown(infos) -> str:
+def metrics_markdown(metrics: dict) -> list[str]:
+    """The final metrics of each job as a table: job -> key -> last MetricPoint."""
+    from .metrics_view import fmt
+
+    rows = ["| job | metric | last value | step |", "|---|---|---|---|"]
+    for job, last in metrics.items():
+        for key, p in (last or {}).items():
+            rows.append(f"| {job} | {key} | {fmt(p.value)} | {p.step} |")
+    return ["#### metrics", "", *rows, ""] if len(rows) > 2 else []
+
+
+def summary_markdown(infos, metrics: dict | None = None) -> str:
     rows = ["| job | status | nodes x processes | started | ended |", "|---|---|---|---|---|"]
     for i in infos:
         status = i.status + (" (timed out)" if i.timed_out else "")
         name = f"[{i.name}]({i.url})" if i.url and i.url.startswith("http") else i.name
         rows.append(f"| {name} | {status} | {i.nodes} x {i.processes_per_node} | {i.started or ''} | "
                     f"{i.ended or ''} |")
-    out = ["### dtrain", "", *rows, ""]
+    out = ["### dtrain", "", *rows, "", *metrics_markdown(metrics or {})]
     for i in infos:
         if i.failure:
             title, body = _failure_text(i)
@@ -47,15 +58,16 @@ def summary_markdown(infos) -> str:
     return "\n".join(out)
 
 
-def report(infos, stream=None) -> None:
-    """Write the CI system's summary and annotations for finished jobs (annotations on stderr)."""
+def report(infos, stream=None, metrics: dict | None = None) -> None:
+    """Write the CI system's summary and annotations for finished jobs (annotations on stderr); `metrics`
+    (job -> key -> last MetricPoint) adds a table of the final metric values."""
     stream = stream or sys.stderr
     infos = list(infos)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         path = os.environ.get("GITHUB_STEP_SUMMARY")
         if path:
             with open(path, "a", encoding="utf-8") as f:
-                f.write(summary_markdown(infos) + "\n")
+                f.write(summary_markdown(infos, metrics) + "\n")
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
@@ -70,7 +82,7 @@ def report(infos, stream=None) -> None:
         if summary_dir:
             path = os.path.join(summary_dir, "dtrain-summary.md")
             with open(path, "w", encoding="utf-8") as f:
-                f.write(summary_markdown(infos) + "\n")
+                f.write(summary_markdown(infos, metrics) + "\n")
             print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)
 
 
