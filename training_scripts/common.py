@@ -223,14 +223,21 @@ class MetricLogger:
     """Prints metrics and logs them to MLflow.
 
     MLflow is used only when ``MLFLOW_TRACKING_URI`` is set (Azure ML sets it in
-    every job) and ``import mlflow`` works; any MLflow error is reported once
-    and then ignored -- metrics must never fail a training run.
+    every job, dtrain in every local job) and ``import mlflow`` works; any MLflow
+    error is reported once and then ignored -- metrics must never fail a training run.
+
+    The main rank (``enabled``) prints and logs the job's metrics, under the names
+    dtrain shows (``lr`` is logged as ``learning_rate``); with ``rank``, every
+    rank logs its own throughput as ``samples_per_s_rank<R>`` (``log_rank``).
     """
 
-    def __init__(self, enabled: bool = True):
+    MLFLOW_NAMES = {"lr": "learning_rate"}
+
+    def __init__(self, enabled: bool = True, rank: Optional[int] = None):
         self.enabled = enabled
+        self.rank = rank
         self._mlflow = None
-        if enabled and os.environ.get("MLFLOW_TRACKING_URI"):
+        if (enabled or rank is not None) and os.environ.get("MLFLOW_TRACKING_URI"):
             try:
                 import mlflow  # type: ignore
 
@@ -243,9 +250,17 @@ class MetricLogger:
             return
         text = " ".join(f"{k}={_fmt(v)}" for k, v in metrics.items())
         print(f"{prefix}step={step} {text}", flush=True)
+        self._send({self.MLFLOW_NAMES.get(k, k): float(v) for k, v in metrics.items()}, step)
+
+    def log_rank(self, samples_per_s: float, step: int) -> None:
+        """This rank's own throughput, to MLflow only (every rank calls it)."""
+        if self.rank is not None:
+            self._send({f"samples_per_s_rank{self.rank}": float(samples_per_s)}, step)
+
+    def _send(self, metrics: Dict[str, float], step: int) -> None:
         if self._mlflow is not None:
             try:
-                self._mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, step=step)
+                self._mlflow.log_metrics(metrics, step=step)
             except Exception as exc:  # noqa: BLE001
                 print(f"mlflow logging disabled: {exc}", file=sys.stderr, flush=True)
                 self._mlflow = None

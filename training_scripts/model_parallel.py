@@ -101,7 +101,7 @@ def main(argv=None) -> int:
                             device_id=device if device.type == "cuda" else None)
     is_first, is_last = rank == 0, rank == world - 1
     out_dir = common.output_dir(args)
-    logger = common.MetricLogger(enabled=rank == 0)
+    logger = common.MetricLogger(enabled=rank == 0, rank=rank)
 
     x_all, y_all = tc.load_tensors(args)
     args.in_dim, args.out_dim = x_all.shape[1], y_all.shape[1]
@@ -213,6 +213,7 @@ def main(argv=None) -> int:
                 rate = win_steps * args.batch_size / max(time.perf_counter() - win_start, 1e-9)
                 logger.log({"loss": final_loss, "lr": scheduler.get_last_lr()[0], "samples_per_s": rate,
                             "epoch": epoch}, step)
+                logger.log_rank(rate, step)
                 if step == start_step + 1 and rank == 0:
                     print(f"first_loss={final_loss:.6f} step={step}", flush=True)
                 win_loss, win_steps, win_start = 0.0, 0, time.perf_counter()

@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0 and "chief" not in cfg["cluster"])
     n_tasks = sum(len(v) for v in cfg["cluster"].values())
     my_index = (1 if "chief" in cfg["cluster"] and task_type == "worker" else 0) + task_id
-    logger = common.MetricLogger(enabled=is_chief)
+    logger = common.MetricLogger(enabled=is_chief, rank=my_index)
 
     # ---- data: the same per-epoch permutation everywhere, one shard per worker ----
     x, y = common.get_data(args)
@@ -176,6 +176,7 @@ def main(argv=None) -> int:
                 final_loss = win_loss / win_steps
                 rate = win_steps * global_batch / max(time.perf_counter() - win_start, 1e-9)
                 logger.log({"loss": final_loss, "samples_per_s": rate, "epoch": epoch}, step)
+                logger.log_rank(rate / max(workers, 1), step)   # this worker's share of the global batch
                 if step == start_step + 1 and is_chief:
                     print(f"first_loss={final_loss:.6f} step={step}", flush=True)
                 win_loss, win_steps, win_start = 0.0, 0, time.perf_counter()

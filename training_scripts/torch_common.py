@@ -232,7 +232,8 @@ def train(args: argparse.Namespace, comm: Comm, script: str) -> float:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed + comm.rank)
     out_dir = common.output_dir(args)
-    logger = common.MetricLogger(enabled=comm.is_main)
+    # with several ranks, rank 0 logs every rank's throughput (gathered below); alone, its own
+    logger = common.MetricLogger(enabled=comm.is_main, rank=0 if comm.world_size == 1 else None)
 
     # ---- data: every rank builds the same dataset, the sampler shards it ----
     x, y = load_tensors(args)
@@ -341,6 +342,7 @@ def train(args: argparse.Namespace, comm: Comm, script: str) -> float:
                 if comm.world_size > 1:
                     metrics.update({f"samples_per_s_rank{r}": v for r, v in enumerate(rates)})
                 logger.log(metrics, step)
+                logger.log_rank(rate, step)
                 if step == start_step + 1 and comm.is_main:
                     print(f"first_loss={final_loss:.6f} step={step}", flush=True)
                 win_loss.zero_()

@@ -32,11 +32,22 @@ def _failure_text(info: JobInfo) -> tuple[str, str]:
     return title, "\n".join([f.message, *lines]).strip()
 
 
+def metrics_markdown(metrics: dict) -> list[str]:
+    """The final metrics of each job as a table: job -> key -> last MetricPoint."""
+    from .metrics_view import fmt
+
+    rows = ["| job | metric | last value | step |", "|---|---|---|---|"]
+    for job, last in metrics.items():
+        for key, p in (last or {}).items():
+            rows.append(f"| {job} | {key} | {fmt(p.value)} | {p.step} |")
+    return ["#### metrics", "", *rows, ""] if len(rows) > 2 else []
+
+
 def _md_cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def summary_markdown(infos, columns: dict | None = None) -> str:
+def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = None) -> str:
     """The jobs as a Markdown table; `columns` (name -> {header: value}) adds columns, e.g. a grid's
     --matrix values."""
     extra = list(dict.fromkeys(h for cols in (columns or {}).values() for h in cols))
@@ -48,7 +59,7 @@ def summary_markdown(infos, columns: dict | None = None) -> str:
         own = (columns or {}).get(i.name, {})
         rows.append(f"| {name} | {status} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
                     + f"{i.nodes} x {i.processes_per_node} | {i.started or ''} | {i.ended or ''} |")
-    out = ["### dtrain", "", *rows, ""]
+    out = ["### dtrain", "", *rows, "", *metrics_markdown(metrics or {})]
     for i in infos:
         if i.failure:
             title, body = _failure_text(i)
@@ -56,16 +67,17 @@ def summary_markdown(infos, columns: dict | None = None) -> str:
     return "\n".join(out)
 
 
-def report(infos, stream=None, columns: dict | None = None) -> None:
-    """Write the CI system's summary and annotations for finished jobs (annotations on stderr); `columns`
-    as in summary_markdown."""
+def report(infos, stream=None, metrics: dict | None = None, columns: dict | None = None) -> None:
+    """Write the CI system's summary and annotations for finished jobs (annotations on stderr); `metrics`
+    (job -> key -> last MetricPoint) adds a table of the final metric values, `columns` (job -> {header:
+    value}) columns to the jobs table (a grid's --matrix values)."""
     stream = stream or sys.stderr
     infos = list(infos)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         path = os.environ.get("GITHUB_STEP_SUMMARY")
         if path:
             with open(path, "a", encoding="utf-8") as f:
-                f.write(summary_markdown(infos, columns) + "\n")
+                f.write(summary_markdown(infos, metrics, columns) + "\n")
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
@@ -80,7 +92,7 @@ def report(infos, stream=None, columns: dict | None = None) -> None:
         if summary_dir:
             path = os.path.join(summary_dir, "dtrain-summary.md")
             with open(path, "w", encoding="utf-8") as f:
-                f.write(summary_markdown(infos, columns) + "\n")
+                f.write(summary_markdown(infos, metrics, columns) + "\n")
             print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)
 
 

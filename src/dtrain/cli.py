@@ -426,12 +426,13 @@ def _run_grid(session, g, *, local: bool, wait: bool, output: str, timeout, max_
             if infos[m.name].failure and output != "json":
                 err(f"{m.name}:")
                 _print_failure(infos[m.name])
-        ci.report([infos[m.name] for m in g.members], columns=grid_view.markdown_columns(g))
+        ci.report([infos[m.name] for m in g.members], columns=grid_view.markdown_columns(g),
+                  metrics={n: {shown_metric: p} for n, p in metrics.items()} if shown_metric else None)
     return infos
 
 
 def _latest_metric(session, infos, key: str) -> dict:
-    """name -> the latest value of metric `key` each job logged, where its backend can read metrics
+    """name -> the latest point of metric `key` each job logged, where its backend can read metrics
     (Backend.latest_metrics: one batched read per backend); {} where none can."""
     by_backend: dict = {}
     for i in infos:
@@ -449,7 +450,7 @@ def _latest_metric(session, infos, key: str) -> dict:
         for name, points in (latest or {}).items():
             p = (points or {}).get(key)
             if p is not None:
-                out[name] = p.value
+                out[name] = p
     return out
 
 
@@ -517,7 +518,7 @@ def scale(
     runs = []
     for m in g.members:
         info = final[m.name]
-        points = session.backend_for(m.name, is_local).metrics(m.name, keys=[metric]).get(metric, [])
+        points = session.metrics(m.name, keys=[metric], local=is_local).get(metric, [])
         runs.append((m.spec.instance_count, m.spec.process_count, m.name, info.status, points))
     rs = report.rows(runs, warmup)
     if output == "json":
@@ -587,6 +588,94 @@ def logs(
             out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
         else:
             out(log_prefix(line, 5) + line.text)
+
+
+@app.command()
+def metrics(
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=local_job_names),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Redraw as new points arrive; end when the job ends."),
+    key: Optional[List[str]] = typer.Option(None, "--key", "-k", metavar="K", help="Only this metric (repeatable)."),
+    output: str = typer.Option("text", "--output", "-o", help="text (a table and a plot per metric), json "
+                               "({\"job\", \"metrics\": {key: [{step, value, timestamp}]}}) or csv "
+                               "(job,key,step,value,timestamp)."),
+    interval: Optional[float] = typer.Option(None, "--interval", help="With --follow: seconds between polls "
+                                             "(default 2)."),
+    local: bool = typer.Option(False, "--local", help="Look only at local jobs."),
+    subscription: Optional[str] = SubOpt,
+    resource_group: Optional[str] = RgOpt,
+    workspace: Optional[str] = WsOpt,
+):
+    """Show the metrics a job logged through MLflow (loss, learning rate, samples/s, ...): last, min, max
+    and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none)."""
+    from .metrics_view import csv_text, render_text, to_json
+    from .output import err, out, out_json
+
+    _check_output(output, ("text", "json", "csv"))
+    _useless("--interval", interval is not None and not follow, "only applies with --follow")
+    if interval is not None and interval <= 0:
+        raise UsageError(f"--interval must be a positive number of seconds, not {interval:g}")
+    _local_only(local, subscription, resource_group, workspace)
+    session = _session(subscription, resource_group, workspace)
+    keys = list(key) if key else None
+    if not follow:
+        points = session.metrics(name, keys=keys, local=local)
+    else:
+        points = _follow_metrics(session, name, keys, local, output, interval or 2.0)
+    if not any(points.values()):
+        err(f"{name}: no metrics" + (f" named {', '.join(keys)}" if keys else "") + " logged"
+            + (" (scripts log them with mlflow.log_metric; docs/monitoring.md)" if not keys else ""))
+        if output == "json":
+            out_json(to_json(name, {}))
+        return
+    if output == "json":
+        out_json(to_json(name, points))
+    elif output == "csv":
+        if not follow:                       # --follow has streamed the rows already
+            out(csv_text(name, points).rstrip("\n"))
+    elif not (follow and sys.stdout.isatty()):   # a live view has drawn the last frame already
+        out(render_text(name, points, keys, width=_width()))
+
+
+def _width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+
+
+def _follow_metrics(session, name, keys, local, output, interval) -> dict:
+    """metrics --follow: csv streams each new row; text redraws in place on a terminal; json prints
+    once at the end. Returns every point read."""
+    from .metrics_view import csv_text, render_text
+    from .output import out
+
+    live = None
+    if output == "text" and sys.stdout.isatty():
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+
+        live = Live(Text(""), console=Console(markup=False, highlight=False), auto_refresh=False)
+        live.start()
+    points: dict = {}
+    header = True
+    try:
+        for new, points, _info in session.follow_metrics(name, keys=keys, local=local, interval=interval):
+            if output == "csv" and any(new.values()):
+                out(csv_text(name, new, header=header).rstrip("\n"))
+                header = False
+            elif live is not None and any(new.values()):
+                from rich.text import Text
+
+                live.update(Text(render_text(name, points, keys, width=_width())), refresh=True)
+    except KeyboardInterrupt:
+        from .output import err
+
+        err("interrupted; the job keeps running")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    finally:
+        if live is not None:
+            live.stop()
+    return points
 
 
 @app.command("list")
@@ -694,11 +783,15 @@ def watch(
     output: str = typer.Option("text", "--output", "-o", help="text (a live table), json (the jobs at the end) "
                                "or jsonl (status events)."),
     once: bool = typer.Option(False, "--once", help="Print the table once and exit 0."),
+    metric: str = typer.Option("loss", "--metric", metavar="K", help="The metric whose latest value the table "
+                               "shows, next to samples/s (one batched metrics read per poll)."),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="No metric columns (and no metrics read)."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
 ):
-    """A live table of jobs (status, duration, nodes x processes, last line), one list call per poll.
+    """A live table of jobs (status, duration, nodes x processes, latest loss and samples/s, last line),
+    one list call (and one batched metrics read) per poll.
     Ends when every watched job has ended. Exits like `wait` over the named jobs; without names, over
     the jobs that were running when the watch began (0 when none was)."""
     from . import follow
@@ -712,7 +805,8 @@ def watch(
     tags = _pairs(tag, "--tag", bare_ok=True)
     backend = _session(subscription, resource_group, workspace).listing_backend(local)
     try:
-        _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once)
+        _, judged = watch_jobs(backend, names or None, experiment, tags, interval or 5.0, output, once,
+                               metric=None if no_metrics or output != "text" else metric)
     except KeyboardInterrupt:
         from .output import err
 
@@ -884,10 +978,15 @@ def _follow(session, names, *, output: str, timeout, stream: bool, local: bool =
         progress.finish()
     from . import ci
 
-    ci.report(final.values())
     infos = list(final.values())
+    final_metrics = _final_metrics(session, infos[0].name, local) if submitted is not None else None
+    ci.report(final.values(), metrics={infos[0].name: final_metrics} if final_metrics else None)
     if output == "json":
-        _emit(infos[0].to_dict() if submitted is not None else [i.to_dict() for i in infos], "json")
+        if submitted is not None:
+            _emit({**infos[0].to_dict(), "metrics": {k: p.to_dict() for k, p in (final_metrics or {}).items()}},
+                  "json")
+        else:
+            _emit([i.to_dict() for i in infos], "json")
     for info in infos:
         if output == "jsonl" and shown.get(info.name) != info.status:
             out_jsonl({"event": "status", "job": info.name, "status": info.status})
@@ -895,10 +994,26 @@ def _follow(session, names, *, output: str, timeout, stream: bool, local: bool =
             err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
         _print_failure(info)
     if submitted is not None:
+        from .metrics_view import final_line
         from .progress import summary_line
 
         err(summary_line(infos[0], time.monotonic() - t0))
+        last = final_line({k: [p] for k, p in (final_metrics or {}).items()})
+        if last:
+            err(f"{infos[0].name}: final metrics: {last}")
     raise typer.Exit(follow.worst(follow.outcome(i) for i in infos))
+
+
+def _final_metrics(session, name: str, local: bool) -> dict:
+    """key -> the last point of each metric the job logged ({} when none or when they cannot be read:
+    the job's outcome is what submit --wait exits by)."""
+    from .errors import DtrainError
+    from .metrics_view import final_values
+
+    try:
+        return final_values(session.metrics(name, local=local))
+    except DtrainError:
+        return {}
 
 
 def _click_exceptions():

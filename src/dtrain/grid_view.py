@@ -15,10 +15,13 @@ def _status(info: JobInfo | None) -> str:
     return info.status + (" (timeout)" if info.timed_out else "")
 
 
-def _metric(value) -> str:
-    if value is None:
+def _metric(point) -> str:
+    """The latest point of the metric (a MetricPoint), as the metrics views format a value."""
+    if point is None:
         return "-"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    from .metrics_view import fmt
+
+    return fmt(point.value)
 
 
 def rows(grid, infos: dict, metrics: dict | None = None) -> list[dict]:
@@ -71,7 +74,9 @@ def json_rows(grid, infos: dict, metric_key: str | None = None, metrics: dict | 
         d = info.to_dict() if info else {"name": m.name, "status": "NotSubmitted"}
         d.update(group=grid.group, combination=dict(m.combination))
         if metric_key:
-            d["metric"] = {metric_key: (metrics or {}).get(m.name)}
+            p = (metrics or {}).get(m.name)
+            d["metrics"] = {metric_key: None if p is None else {"step": p.step, "value": p.value,
+                                                                  "timestamp": p.timestamp}}
         out.append(d)
     return out
 

@@ -121,3 +121,37 @@ class Session:
             n = names[0]
             return follow.stream_events(backends[n], n, timeout, first=submitted)
         return follow.wait_events(backends, timeout)
+
+    # --- metrics ---------------------------------------------------------------------------------
+    def metrics(self, name: str, *, keys=None, local: bool = False) -> dict:
+        """Every point of each metric the job logged (Backend.metrics), key -> [MetricPoint]."""
+        return self.backend_for(name, local).metrics(name, keys=keys)
+
+    def follow_metrics(self, name: str, *, keys=None, local: bool = False,
+                       interval: float = 2.0) -> Iterator[tuple]:
+        """(new points, all points, JobInfo) after each poll of an incremental reader (a poll fetches
+        only what it has not seen), until the job is terminal; the last poll comes after that, so the
+        points logged at the very end are in it."""
+        import time
+
+        from .errors import LostTrack
+
+        backend = self.backend_for(name, local)
+        reader = backend.metrics_reader(name, keys=keys)
+        failures = 0
+        while True:
+            info = backend.status(name)           # before the poll: a terminal status means nothing follows
+            try:
+                new = reader.poll()
+                failures = 0
+            except LostTrack:                     # the reader keeps its place: the next poll goes on from it
+                failures += 1
+                if failures >= 5 or info.terminal:
+                    raise
+                time.sleep(interval)
+                continue
+            yield new, reader.points, info
+            if info.terminal:
+                return
+            time.sleep(interval)
+

@@ -25,9 +25,11 @@ def _duration(info: JobInfo) -> str:
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}" if secs >= 3600 else f"{secs // 60}:{secs % 60:02d}"
 
 
-def _table(infos):
+def _table(infos, metric: str | None = None, latest: dict | None = None):
     from rich.table import Table
     from rich.text import Text
+
+    from .metrics_view import watch_cells
 
     t = Table(box=None, pad_edge=False, header_style="bold")
     widest = max([len(i.name) for i in infos] + [3])
@@ -36,14 +38,20 @@ def _table(infos):
     t.add_column("status", no_wrap=True, min_width=20)
     t.add_column("duration", no_wrap=True, min_width=8)
     t.add_column("nodes x procs", no_wrap=True)
+    if metric:
+        t.add_column(metric, no_wrap=True, justify="right")
+        t.add_column("samples/s", no_wrap=True, justify="right")
     t.add_column("last line", overflow="ellipsis", no_wrap=True, max_width=80)
     colors = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
     for i in infos:
         st = i.status + (" (timeout)" if i.timed_out else "")
         # Every cell is a Text, never a str: rich would read `[rank0]` or `[/mnt/ckpt]` in a log line
         # (or a tag, or a name) as markup. Log text is shown as it is.
-        t.add_row(Text(i.name), Text(st, style=colors.get(i.status, "white")), Text(_duration(i)),
-                  Text(f"{i.nodes} x {i.processes_per_node}"), Text((i.last_line or "").strip()))
+        cells = [Text(i.name), Text(st, style=colors.get(i.status, "white")), Text(_duration(i)),
+                 Text(f"{i.nodes} x {i.processes_per_node}")]
+        if metric:
+            cells += [Text(c) for c in watch_cells((latest or {}).get(i.name) or {}, metric)]
+        t.add_row(*cells, Text((i.last_line or "").strip()))
     return t
 
 
@@ -66,7 +74,21 @@ def _poll(backend, names, experiment, tags):
     return infos
 
 
-def watch_jobs(backend, names, experiment, tags, interval: float, output: str, once: bool):
+def _latest(backend, infos, metric):
+    """Each job's latest metrics for the table: one batched read for all jobs (Backend.latest_metrics);
+    a failed read shows '-' this poll rather than ending the watch."""
+    if not metric or not hasattr(backend, "latest_metrics"):
+        return {}
+    from .errors import DtrainError
+
+    try:
+        return backend.latest_metrics(infos)
+    except DtrainError:
+        return {}
+
+
+def watch_jobs(backend, names, experiment, tags, interval: float, output: str, once: bool,
+               metric: str | None = None):
     """Show the jobs until every one has ended (or once). Returns (final infos, judged): the jobs the
     exit code is about. Named jobs are all judged; without names, only the jobs still active when
     the watch began, i.e. those seen ending while it ran (a job that ended last week says nothing
@@ -74,7 +96,7 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
     infos = _poll(backend, names, experiment, tags)
     judged = set(names) if names else {i.name for i in infos if not i.terminal}
     if once or not infos:
-        _print_once(infos, output)
+        _print_once(infos, output, metric, _latest(backend, infos, metric) if output == "text" else {})
         return infos, []
     seen: dict = {}
     if output in ("jsonl", "json"):
@@ -93,19 +115,20 @@ def watch_jobs(backend, names, experiment, tags, interval: float, output: str, o
     from rich.live import Live
 
     console = _console()
-    with Live(_table(infos), console=console, refresh_per_second=4, transient=False) as live:
+    with Live(_table(infos, metric, _latest(backend, infos, metric)), console=console, refresh_per_second=4,
+              transient=False) as live:
         while not all(i.terminal for i in infos):
             time.sleep(interval)
             infos = _poll(backend, names or [i.name for i in infos], experiment, tags)
-            live.update(_table(infos))
+            live.update(_table(infos, metric, _latest(backend, infos, metric)))
     return infos, [i for i in infos if i.name in judged]
 
 
-def _print_once(infos, output: str) -> None:
+def _print_once(infos, output: str, metric: str | None = None, latest: dict | None = None) -> None:
     if output == "jsonl":
         for i in infos:
             out_jsonl({"event": "status", "job": i.name, "status": i.status})
     elif output == "json":
         out_json([i.to_dict() for i in infos])
     else:
-        _console().print(_table(infos))
+        _console().print(_table(infos, metric, latest))

@@ -26,6 +26,8 @@ from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
+from .mlflow_api import PATH_RE as _MLFLOW_RE
+from .mlflow_api import MlflowTracking
 from .shapes import service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
 
@@ -204,6 +206,7 @@ class AzureMLEmulator:
         self.token_expiries: List[TokenExpiry] = []
         self.tokens_seen: List[str] = []
         self._operations: Dict[str, Dict[str, Any]] = {}
+        self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
         self._default_script = StatusScript()
         self._job_scripts: Dict[str, StatusScript] = {}
         self._lock = threading.RLock()
@@ -421,6 +424,10 @@ class AzureMLEmulator:
         body = {"properties": {"image": image, "osType": "Linux", **properties}}
         return self._store_environment(name, version, body)
 
+    def log_metric(self, job: str, key: str, value: float, step: int = 0, timestamp: Optional[int] = None) -> None:
+        """Record a metric point in the job's MLflow run, as mlflow.log_metric in the job would."""
+        self.mlflow.log(job, key, value, step, timestamp)
+
     def append_log(self, job: str, text: str, rank: int = 0) -> None:
         """Append ``text`` to the log of one rank of a job."""
         with self._lock:
@@ -501,6 +508,10 @@ class AzureMLEmulator:
             return _json(200, self._discovery())
         if path.startswith("/studio/") or path.startswith("/portal/"):
             return 200, {"Content-Type": "text/html"}, b"<html><body>Azure ML emulator</body></html>"
+        m = _MLFLOW_RE.match(path)
+        if m:
+            self._check_scope(m)
+            return self.mlflow.dispatch(method, m.group("op"), query, _parse_json(body))
         m = _HISTORY_RE.match(path)
         if m:
             self._check_scope(m)
@@ -655,6 +666,7 @@ class AzureMLEmulator:
             script = self._job_scripts.get(name, self._default_script)
             state = JobState(name=name, body=copy.deepcopy(body), created=time.time(), script=script)
             self._jobs[name] = state
+            self.mlflow.create_run(name, state.props.get("experimentName"))
             return _json(201, self._job_resource(state, advance=False, put=True))
 
     def _check_job_references(self, props: Dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ assert on it. Only submit() acts.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator, Protocol, runtime_checkable
+from typing import Callable, Iterator, List, Protocol, runtime_checkable
 
 from ..exitcodes import TERMINAL_STATUSES
 from ..spec.model import JobSpec
@@ -85,6 +85,34 @@ class LogLine:
     source: str = ""          # file name in Azure's layout, e.g. user_logs/std_log_process_01.txt
 
 
+@dataclass(frozen=True)
+class MetricPoint:
+    """One value of a metric, as MLflow records it (Azure ML records a job's metrics through MLflow)."""
+
+    step: int
+    value: float
+    timestamp: int            # ms since the epoch
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "value": self.value, "timestamp": self.timestamp}
+
+
+Metrics = dict  # key -> [MetricPoint], every point of each metric, in step order (then time)
+
+
+def sort_points(points) -> list:
+    return sorted(points, key=lambda p: (p.step, p.timestamp))
+
+
+class MetricsReader(Protocol):
+    """Follows one job's metrics: each poll() returns only the points it has not returned before
+    (key -> new points, in step order); `points` holds everything read so far."""
+
+    points: dict
+
+    def poll(self) -> dict: ...
+
+
 @runtime_checkable
 class Plan(Protocol):
     backend: str
@@ -116,3 +144,15 @@ class Backend(Protocol):
 
     def knows(self, name: str) -> bool:
         """Whether this backend holds a job of this name (routes status/logs/cancel by name)."""
+
+    def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:   # List: `list` is a method here
+        """Every point of each metric the job logged through MLflow (only `keys` when given), in step
+        order; {} when it logged none. JobNotFound for an unknown job."""
+
+    def metrics_reader(self, name: str, *, keys=None) -> MetricsReader:
+        """An incremental reader of the job's metrics (metrics --follow): a poll fetches only what it
+        has not seen."""
+
+    def latest_metrics(self, jobs: List[JobInfo]) -> dict[str, dict[str, MetricPoint]]:
+        """The latest point of every metric of each job (name -> key -> point), in one batched read
+        for all of them (watch: O(1) requests per poll whatever the number of jobs)."""

@@ -21,7 +21,7 @@ from ..backoff import Backoff
 from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from ..settings import env_float
 from .workspace import resolution
-from .client import endpoint_from_env, make_ml_client, muted_stderr, silence_loggers
+from .client import endpoint_from_env, make_credential, make_ml_client, muted_stderr, silence_loggers
 from .errors import azure_errors, translate, transient
 from . import sdk
 from .plan import AzurePlan, build_plan, differences
@@ -141,6 +141,9 @@ class AzureBackend:
         self.status_attempts = int(env_float("DTRAIN_AZURE_STATUS_ATTEMPTS", 4))
         self._final: dict[str, JobInfo] = {}          # terminal JobInfo per job: terminal is final
         self._details_cache: dict[str, dict] = {}
+        self._mlflow_rest = None                       # the workspace's MLflow REST client (metrics)
+        self._experiment_ids: dict[str, str | None] = {}
+        self._search_state: dict = {}
 
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
@@ -160,6 +163,8 @@ class AzureBackend:
         if self._ml is None:
             ws = self.workspace()
             with azure_errors("connect to Azure ML", workspace=ws):
+                if self._credential is None:      # one credential for MLClient and the MLflow reads
+                    self._credential = make_credential(self.endpoint)
                 self._ml = make_ml_client(ws, self.endpoint, self._credential)
         return self._ml
 
@@ -378,6 +383,69 @@ class AzureBackend:
 
         return follow_logs(details, follow=follow, rank=rank, ppn=ppn,
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
+
+    # --- metrics (mlflow_rest.py) -------------------------------------------------------------------
+    def _mlflow(self):
+        """The workspace's MLflow REST client: its tracking URI read once (one workspace GET) per backend."""
+        if self._mlflow_rest is None:
+            from .client import ENV_RETRY_BACKOFF, ENV_RETRY_TOTAL
+            from .mlflow_rest import MlflowRest, tracking_base
+
+            ml = self.ml
+            ws_name = self.workspace().workspace_name
+            uri = self._retrying("read the workspace's MLflow tracking URI",
+                                 lambda: ml.workspaces.get(ws_name).mlflow_tracking_uri)
+            if not uri:
+                raise BackendError(f"workspace {ws_name} has no MLflow tracking URI (mlFlowTrackingUri)",
+                                   hint="metrics are read from the workspace's MLflow tracking API")
+            self._mlflow_rest = MlflowRest(tracking_base(uri, allow_http=self.endpoint.loopback), self._credential,
+                                           self.endpoint.url.rstrip("/") + "/.default",
+                                           retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
+                                           backoff=env_float(ENV_RETRY_BACKOFF, 0.8))
+        return self._mlflow_rest
+
+    def _mlflow_call(self, what: str, fn, job: str | None = None):
+        """fn() with dtrain's retries over azure-core's; MLflow's errors as dtrain's."""
+        from .mlflow_rest import MlflowError
+
+        try:
+            return self._retrying(what, fn, job=job)
+        except MlflowError as exc:
+            raise BackendError(f"could not {what}: {exc}") from None
+
+    def metrics_reader(self, name: str, *, keys=None):
+        from .mlflow_rest import RunMetrics
+
+        self.status(name)                              # JobNotFound for an unknown job
+        reader = RunMetrics(self._mlflow(), name, keys)
+        backend = self
+
+        class Reader:
+            points = reader.points
+
+            def poll(self):
+                return backend._mlflow_call("read the job's metrics", reader.poll, job=name)
+
+        return Reader()
+
+    def metrics(self, name: str, *, keys=None) -> dict:
+        reader = self.metrics_reader(name, keys=keys)
+        reader.poll()
+        return reader.points
+
+    def latest_metrics(self, jobs) -> dict:
+        """One runs/search for all the jobs (plus, once per experiment, its id by name)."""
+        from .mlflow_rest import latest_by_run
+
+        rest = self._mlflow()
+        ids = []
+        for exp in sorted({j.experiment_name or "Default" for j in jobs}):
+            if exp not in self._experiment_ids:
+                self._experiment_ids[exp] = self._mlflow_call("look up an experiment", lambda: rest.experiment_id(exp))
+            if self._experiment_ids[exp]:
+                ids.append(self._experiment_ids[exp])
+        return self._mlflow_call("read the jobs' latest metrics",
+                                 lambda: latest_by_run(rest, [j.name for j in jobs], ids, self._search_state))
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:

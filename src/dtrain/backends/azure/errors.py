@@ -13,6 +13,10 @@ def transient(exc: BaseException) -> bool:
 
     if isinstance(exc, (ServiceRequestError, ServiceResponseError, ConnectionError, TimeoutError)):
         return True
+    from .mlflow_rest import MlflowError
+
+    if isinstance(exc, MlflowError):
+        return exc.transient
     if isinstance(exc, HttpResponseError):
         code = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
         return code in (408, 429) or (code is not None and code >= 500)

@@ -21,7 +21,7 @@ from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from ..names import generate_name
 from . import env as _env
-from . import procs
+from . import mlflowstore, procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
@@ -95,6 +95,8 @@ class LocalBackend:
                     (staging / p.relative_to(target)).mkdir(parents=True, exist_ok=True)
                 except ValueError:  # a datastore folder outside the job (see store.datastore_path)
                     p.mkdir(parents=True, exist_ok=True)
+            mlflowstore.create(staging, plan.job_dir, plan.name, plan.experiment_name,
+                               int(datetime.now(timezone.utc).timestamp() * 1000))
             # Picked last, just before the supervisor starts, so the ports are still free when the
             # processes bind them.
             ports = _env.free_ports(plan.n_ports)
@@ -247,6 +249,24 @@ class LocalBackend:
             return is_terminal(self.status(name).status)
 
         return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal)
+
+    # --- metrics (mlflowstore.py) -----------------------------------------------------------------
+    def metrics_reader(self, name: str, *, keys=None) -> mlflowstore.MetricsFiles:
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            job_dir = exc.path.parent             # its metrics are still worth reading
+        return mlflowstore.MetricsFiles(job_dir, name, keys)
+
+    def metrics(self, name: str, *, keys=None) -> dict:
+        reader = self.metrics_reader(name, keys=keys)
+        reader.poll()
+        return reader.points
+
+    def latest_metrics(self, jobs) -> dict:
+        """A tail read of each metric file per job: local files, no request."""
+        return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name)
+                for j in jobs if valid_name(j.name)}
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:

@@ -24,6 +24,7 @@ from ...errors import UsageError
 from ...spec.model import JobSpec, is_remote_ref, layout
 from ..base import SubmitOptions
 from . import env as _env
+from .mlflowstore import mlflow_env
 from .store import datastore_path, jobs_root, valid_name
 
 # The job name in a plan built without one; submit generates the name (as Azure does) and fills it in.
@@ -335,6 +336,9 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
 
     # Variables every process gets (Azure's), then the spec's environment_variables (refs resolved).
     common = {"AZUREML_RUN_ID": name, "AZUREML_NODE_COUNT": str(nodes)}
+    # Azure ML's MLflow variables, pointing at the job's own store (mlflowstore.py): metrics logged
+    # with mlflow in any rank land in the job's one run, as on Azure
+    common.update(mlflow_env(str(job_dir), name, options.experiment_name or spec.data.get("experiment_name")))
     for k, v in inputs.items():
         common[f"AZURE_ML_INPUT_{k}"] = v
     for k, v in outputs.items():

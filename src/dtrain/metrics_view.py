@@ -1,0 +1,119 @@
+"""How a job's metrics are shown: `dtrain metrics` (text, json, csv), the final values that end
+`submit --wait`, and the columns of `watch`. Pure formatting: no backend, no terminal state.
+
+The text plot is drawn here as plain characters (one `*` per cell a point falls in, axes of `|` and
+`-`), so it reads the same with NO_COLOR, in a CI log and at 80 columns.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+
+from .backends.base import MetricPoint
+
+CSV_HEADER = ("job", "key", "step", "value", "timestamp")
+_PER_RANK = re.compile(r"_rank\d+$")
+THROUGHPUT = "samples_per_s"
+
+
+def to_json(job: str, metrics: dict) -> dict:
+    """{"job": NAME, "metrics": {key: [{"step", "value", "timestamp"}, ...]}} (documented, stable)."""
+    return {"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in sorted(metrics.items())}}
+
+
+def csv_text(job: str, metrics: dict, header: bool = True) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if header:
+        w.writerow(CSV_HEADER)
+    for key, pts in sorted(metrics.items()):
+        for p in pts:
+            w.writerow((job, key, p.step, repr(float(p.value)), p.timestamp))
+    return buf.getvalue()
+
+
+def fmt(v: float) -> str:
+    if v != v or v in (math.inf, -math.inf):
+        return str(v)
+    a = abs(v)
+    if a >= 1e5 or (0 < a < 1e-3):
+        return f"{v:.3e}"
+    if a >= 100:
+        return f"{v:.1f}"
+    return f"{v:.4f}"
+
+
+def summary(metrics: dict) -> list[tuple]:
+    """(key, last, min, max, steps) per metric, keys sorted."""
+    rows = []
+    for key, pts in sorted(metrics.items()):
+        if not pts:
+            continue
+        vals = [p.value for p in pts]
+        rows.append((key, pts[-1].value, min(vals), max(vals), len({p.step for p in pts})))
+    return rows
+
+
+def final_values(metrics: dict) -> dict:
+    """key -> the last point (highest step) of each metric."""
+    return {k: pts[-1] for k, pts in sorted(metrics.items()) if pts}
+
+
+def final_line(metrics: dict) -> str | None:
+    """`loss 0.0123, learning_rate 0.1000, samples_per_s 1234.5 (step 19)` for submit --wait: the job-wide
+    metrics (per-rank keys are in `dtrain metrics`)."""
+    last = {k: p for k, p in final_values(metrics).items() if not _PER_RANK.search(k)}
+    if not last:
+        return None
+    step = max(p.step for p in last.values())
+    return ", ".join(f"{k} {fmt(p.value)}" for k, p in last.items()) + f" (step {step})"
+
+
+def plot(points: list[MetricPoint], width: int = 60, height: int = 10) -> list[str]:
+    """A scatter of value over step on a character grid; y labels at the top and bottom, steps below."""
+    pts = [p for p in points if p.value == p.value and abs(p.value) != math.inf]
+    if not pts:
+        return ["(no finite values)"]
+    xs, ys = [p.step for p in pts], [p.value for p in pts]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    grid = [[" "] * width for _ in range(height)]
+    for x, y in zip(xs, ys):
+        c = 0 if x1 == x0 else round((x - x0) / (x1 - x0) * (width - 1))
+        r = height // 2 if y1 == y0 else round((y1 - y) / (y1 - y0) * (height - 1))
+        grid[r][c] = "*"
+    top, bottom = fmt(y1), fmt(y0)
+    lw = max(len(top), len(bottom))
+    lines = []
+    for i, row in enumerate(grid):
+        label = top if i == 0 else bottom if i == height - 1 else ""
+        lines.append(f"{label.rjust(lw)} |{''.join(row)}")
+    lines.append(" " * lw + " +" + "-" * width)
+    left, right = f"step {x0}", str(x1)
+    lines.append(" " * (lw + 2) + left + right.rjust(max(width - len(left), len(right) + 1)))
+    return lines
+
+
+def render_text(job: str, metrics: dict, keys=None, width: int = 80) -> str:
+    """The summary table, then a plot of each chosen metric (the chosen keys; else loss, throughput
+    and learning rate when logged; else every job-wide metric), at most `width` columns."""
+    rows = summary(metrics)
+    kw = max([len(r[0]) for r in rows] + [6])
+    out = [f"{'metric'.ljust(kw)}  {'last':>10}  {'min':>10}  {'max':>10}  {'steps':>6}"]
+    for key, last, lo, hi, steps in rows:
+        out.append(f"{key.ljust(kw)}  {fmt(last):>10}  {fmt(lo):>10}  {fmt(hi):>10}  {steps:>6}")
+    chosen = list(keys) if keys else [k for k in ("loss", THROUGHPUT, "learning_rate") if k in metrics]
+    if not chosen:
+        chosen = [k for k in sorted(metrics) if not _PER_RANK.search(k)][:3]
+    plot_w = max(20, min(width, 100) - 14)
+    for key in chosen:
+        if metrics.get(key):
+            out += ["", f"{job}: {key}", *plot(metrics[key], width=plot_w)]
+    return "\n".join(out)
+
+
+def watch_cells(latest: dict, metric: str) -> tuple[str, str]:
+    """(the chosen metric's latest value, throughput) for one job's row in watch, '-' when not logged."""
+    m, t = latest.get(metric), latest.get(THROUGHPUT)
+    return (fmt(m.value) if m else "-"), (fmt(t.value) if t else "-")
