@@ -222,3 +222,19 @@ def test_a_submit_that_keeps_failing_says_how_to_resume(write):
     with pytest.raises(BackendError, match="after 6 tries") as exc:
         list(grid.run_grid(FakeSession(be), g, local=False, max_parallel=None, wait=True, sleep=lambda _: None))
     assert "--name g" in exc.value.hint
+
+
+def test_a_warning_every_combination_has_is_shown_once(write):
+    spec = write("job.yml", SPEC.replace("compute: local\n", "compute: azureml:gpu\n")
+                 + "")
+    g = grid.build_grid(str(spec), ["resources.instance_type=Standard_ND96isr_H100_v5"],
+                        ["inputs.lr=0.1,0.2", "distribution.process_count_per_instance=2,8"], name="g")
+    idle = [d.message for d in g.warnings if "sit idle" in d.message]
+    # 2 processes per node on an 8-GPU size: only the combinations with 2 warn, each labelled
+    assert len(idle) == 2 and all(m.startswith("[inputs.lr=") and "process_count_per_instance=2]" in m for m in idle)
+    same = grid.build_grid(str(spec), ["resources.instance_type=Standard_ND96isr_H100_v5"],
+                           ["inputs.lr=0.1,0.2,0.3"], name="g")
+    assert [d.message for d in same.warnings if "sit idle" in d.message] == \
+        [d.message for d in same.warnings if "sit idle" in d.message][:1]
+    assert len([d for d in same.warnings if "sit idle" in d.message]) == 1
+    assert not any(d.message.startswith("[") for d in same.warnings)

@@ -499,7 +499,9 @@ def scale(
         _submit_options(name, None)
     sets = list(set_ or [])
     if steps is not None:
-        base = _load(spec, sets)
+        from .spec.validate import load_spec
+
+        base, _ = load_spec(spec, sets)     # its warnings are shown with the runs' below
         if "steps" not in base.inputs:
             raise UsageError(f"--steps sets the input `steps`, and {spec} declares none",
                              hint="add `steps: 0` to its inputs and pass `--steps ${{inputs.steps}}` to the script "

@@ -139,7 +139,7 @@ def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
             problems.append(Diagnostic("error", f"[{label}] {exc.message}", hint=exc.hint, code="bad-matrix-value"))
             continue
         spec_name = spec_name or spec.name
-        warnings += [_labelled(d, label) for d in diags if d.severity != "note"]
+        warnings += [(d, label) for d in diags if d.severity != "note"]
         members.append(Member("", combo, spec, list(sets or []) + own))
     if problems:
         n = len(combos) - len(members)
@@ -148,7 +148,24 @@ def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
     group = name or spec_name or generated_group()
     for m in members:
         m.name = member_name(group, m.combination)
-    return Grid(group=group, axes=axes, members=members, warnings=warnings)
+    return Grid(group=group, axes=axes, members=members, warnings=_shared_once(warnings, len(combos)))
+
+
+def _shared_once(warnings: list, n: int) -> list[Diagnostic]:
+    """A warning every combination has is shown once as it is; one only some have, once per combination
+    with its values."""
+    count: dict = {}
+    for d, _ in warnings:
+        count[d] = count.get(d, 0) + 1
+    out, seen = [], set()
+    for d, label in warnings:
+        if count[d] == n:
+            if d not in seen:
+                seen.add(d)
+                out.append(d)
+        else:
+            out.append(_labelled(d, label))
+    return out
 
 
 def _labelled(d: Diagnostic, label: str) -> Diagnostic:
