@@ -234,7 +234,45 @@ def test_a_warning_every_combination_has_is_shown_once(write):
     assert len(idle) == 2 and all(m.startswith("[inputs.lr=") and "process_count_per_instance=2]" in m for m in idle)
     same = grid.build_grid(str(spec), ["resources.instance_type=Standard_ND96isr_H100_v5"],
                            ["inputs.lr=0.1,0.2,0.3"], name="g")
-    assert [d.message for d in same.warnings if "sit idle" in d.message] == \
-        [d.message for d in same.warnings if "sit idle" in d.message][:1]
     assert len([d for d in same.warnings if "sit idle" in d.message]) == 1
     assert not any(d.message.startswith("[") for d in same.warnings)
+
+
+# --- the command line, without running a job -------------------------------------------------------
+
+def test_dry_run_lists_every_job_and_submits_nothing(cli, write, dtrain_home):
+    spec = write("job.yml", SPEC)
+    r = cli("submit", spec, "--local", "--matrix", "inputs.lr=0.1,0.2", "--matrix", "inputs.epochs=1,2",
+            "--name", "dry", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split("\t")[1] for line in lines] == [
+        "inputs.lr=0.1 inputs.epochs=1", "inputs.lr=0.1 inputs.epochs=2",
+        "inputs.lr=0.2 inputs.epochs=1", "inputs.lr=0.2 inputs.epochs=2"]
+    assert all(line.startswith("dry-") for line in lines)
+    assert "nothing was submitted" in r.stderr and not (dtrain_home / "jobs").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--max-parallel", "2"], "--max-parallel only applies with --matrix"),
+    (["--matrix", "inputs.lr"], "has no '='"),
+    (["--matrix", "inputs.lr=1,2", "--max-parallel", "0"], "at least 1"),
+    (["--matrix", "inputs.lr=1,2", "--quiet", "--wait"], "--quiet does nothing with --matrix"),
+    (["--matrix", "inputs.lr=1,2", "--timeout", "5"], "--timeout only applies with --wait"),
+    (["--matrix", "inputs.lr=1,2", "--name", "bad name"], "not a valid job name"),
+])
+def test_submit_matrix_usage_errors(cli, write, dtrain_home, args, words):
+    r = cli("submit", write("job.yml", SPEC), "--local", *args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (dtrain_home / "jobs").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--nodes", "1,x"], "not a list of node counts"), (["--nodes", "2,2"], "each once"),
+    (["--nodes", "0,1"], "at least 1"), (["--nodes", "1,2", "--steps", "0"], "--steps must be at least 1"),
+    (["--nodes", "1,2", "--warmup", "1"], "--warmup"), (["--nodes", "1,2", "--output", "jsonl"], "--output"),
+])
+def test_scale_usage_errors(cli, write, dtrain_home, args, words):
+    r = cli("scale", write("job.yml", SPEC), "--local", *args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert not (dtrain_home / "jobs").exists()

@@ -66,15 +66,23 @@ def test_a_grid_runs_every_combination_once_and_a_rerun_starts_nothing(cli, proj
     assert {j["name"]: j["started"] for j in after} == {j["name"]: j["started"] for j in jobs}
 
 
-def test_one_failing_combination_fails_the_group_and_the_others_complete(cli, project):
+def test_one_failing_combination_fails_the_group_and_the_others_complete(cli, project, tmp_path):
+    summary = tmp_path / "summary.md"
     r = cli("submit", "job.yml", "--local", "--matrix", "inputs.lr=0.1,0.3,0.2", "--wait", "--output", "json",
-            cwd=project)
+            cwd=project, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert r.returncode == 1, r.stderr
     rows = json.loads(r.stdout)
     assert [row["combination"]["inputs.lr"] for row in rows] == ["0.1", "0.3", "0.2"]
     assert [row["status"] for row in rows] == ["Completed", "Failed", "Completed"]
     assert rows[1]["failure"]["exit_code"] == 1
     assert len({row["group"] for row in rows}) == 1 and len(local_jobs(cli, project)) == 3
+    # the GitHub job summary: the table with the --matrix values, and the failure
+    md = summary.read_text()
+    assert "| job | status | inputs.lr | nodes x processes |" in md
+    for row in rows:
+        assert f"| {row['name']} | {row['status']} | {row['combination']['inputs.lr']} | 1 x 1 |" in md
+    assert f"**{rows[1]['name']}: Failed: rank 0 exited 1**" in md
+    assert "::error title=" in r.stderr
 
 
 def test_an_invalid_combination_submits_nothing(cli, project, dtrain_home):
