@@ -244,15 +244,28 @@ def submit(
                                  "Azure job YAML) and exit 0."),
     matrix: Optional[List[str]] = MatrixOpt,
     max_parallel: Optional[int] = MaxParallelOpt,
+    retries: Optional[int] = typer.Option(None, "--retries", metavar="N", help="Retry the job up to N more times "
+                                          "when an attempt is lost to infrastructure (NotResponding: a lost node, "
+                                          "preemption); each attempt resumes from the checkpoints of the last "
+                                          "(docs/retries.md). Attempts are named NAME, NAME-r1, ..."),
+    retry_on: Optional[str] = typer.Option(None, "--retry-on", metavar="WHAT", help="With --retries: infrastructure "
+                                           "(the default) or failed (also retry Failed attempts, for flaky "
+                                           "failures). Canceled and timed-out attempts are never retried."),
     subscription: Optional[str] = SubOpt,
     resource_group: Optional[str] = RgOpt,
     workspace: Optional[str] = WsOpt,
 ):
     """Submit a job. Prints its name (or JSON); with --wait, streams every rank's logs and exits by outcome.
-    With --matrix, one job per combination of the values (docs/grids.md)."""
+    With --matrix, one job per combination of the values (docs/grids.md); with --retries, a chain of attempts
+    followed as one job (docs/retries.md)."""
+    from .chain import check_policy
     from .output import note, out
 
     _check_output(output)
+    policy = check_policy(retries, retry_on)
+    _useless("--retries", policy and matrix, "does not apply with --matrix (retry a grid's jobs one by one with "
+             "--retries and --name)")
+    _useless("--retries", policy and dry_run, "does nothing with --dry-run, which submits nothing")
     if matrix:
         return _submit_grid(spec, matrix, local=local, wait=wait, name=name, sets=set_, inputs=input_,
                             output=output, timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel,
@@ -276,10 +289,16 @@ def submit(
         _print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_)
         return
     session = _session(subscription, resource_group, workspace)
-    plan = session.plan(spec_obj, _submit_options(name, input_), local=is_local)
-    for n in getattr(plan, "notes", ()) or ():
-        note(n)
-    info = session.submit(plan)
+    if policy is not None:
+        info = session.submit_chain(spec_obj, _submit_options(name, input_), policy, local=is_local)
+        if not wait and output == "text":
+            note(f"{info.name}: up to {policy.retries} more attempt{'s' if policy.retries > 1 else ''} "
+                 f"({policy.retry_on}); `dtrain wait {info.name}` follows the chain and submits them")
+    else:
+        plan = session.plan(spec_obj, _submit_options(name, input_), local=is_local)
+        for n in getattr(plan, "notes", ()) or ():
+            note(n)
+        info = session.submit(plan)
     if wait and output == "text":
         note(info.name + (f": {info.url}" if info.url else ""))
     if not wait:
@@ -561,6 +580,8 @@ def status(
     _check_output(output)
     info = _session(subscription, resource_group, workspace).backend_for(name, local).status(name)
     _print_info(info, output)
+    if output == "text":
+        _print_attempts(info)
     if output == "text" and info.ports:
         from .output import err
 
@@ -910,6 +931,24 @@ def _print_info(info, output: str) -> None:
     _print_failure(info)
 
 
+def _print_attempts(info) -> None:
+    """A retry chain's attempts, one line each on stderr: name, status, why it ended (docs/retries.md)."""
+    from .output import err
+
+    c = getattr(info, "chain", None)
+    if not c:
+        return
+    for a in c["attempts"]:
+        why = f"  {a['outcome']}" + (f": {a['reason']}" if a.get("reason") and a["reason"] != a["status"] else "") \
+            if a.get("outcome") else ""
+        err(f"  attempt {a['attempt']}/{c['retries'] + 1}  {a['name']}  {a['status']}{why}")
+    if c.get("next"):
+        err(f"  attempt {c['next']['attempt']}/{c['retries'] + 1}  {c['next']['name']}  due {c['next']['due_at']} "
+            f"(submitted by `dtrain wait {c['name']}`)")
+    if c.get("blocked"):
+        err(f"  no attempt {c['attempt'] + 1}: {c['blocked']}")
+
+
 def _print_failure(info) -> None:
     from .output import err, paint
 
@@ -994,6 +1033,8 @@ def _follow(session, names, *, output: str, timeout, stream: bool, local: bool =
             out_jsonl({"event": "status", "job": info.name, "status": info.status})
         elif output == "text" and (info.timed_out or (shown.get(info.name) != info.status and submitted is None)):
             err(f"{info.name}: {info.status}" + (" (timed out: limits.timeout)" if info.timed_out else ""))
+        if output == "text":
+            _print_attempts(info)
         _print_failure(info)
     if submitted is not None:
         from .metrics_view import final_line

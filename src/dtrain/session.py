@@ -24,6 +24,7 @@ class Session:
         self.flags = {"subscription": subscription, "resource_group": resource_group, "workspace": workspace}
         self.notify = notify
         self._backends: dict = {}
+        self._chained: dict = {}
 
     # --- backends --------------------------------------------------------------------------------
     def backend(self, kind: str, workspace: dict | None = None) -> Backend:
@@ -56,22 +57,33 @@ class Session:
         r = self.workspace_resolution()
         return True if not r.missing else (False if r.intended else None)
 
-    def backend_for(self, name: str, local: bool = False) -> Backend:
+    def backend_for(self, name: str, local: bool = False, *, drive: bool = False) -> Backend:
         """The backend that owns a job: a local job of that name; else the Azure workspace recorded when
         this machine submitted it; else the configured workspace (a job submitted elsewhere). The local
         store is looked up without loading the local backend, so Azure commands work where it cannot run
-        (docs/local-backend.md, Platforms)."""
+        (docs/local-backend.md, Platforms). A retry chain's name shows the chain (chain.py); with drive,
+        following it also submits its next attempts."""
         from .backends import local_job_exists
 
         if local or local_job_exists(name):
-            return self.backend(LOCAL)
+            return self.chained(self.backend(LOCAL), drive)
         entry = jobindex.lookup(name)
         if entry and entry.get("backend") == AZURE:
-            return self.backend(AZURE, entry.get("workspace"))
+            return self.chained(self.backend(AZURE, entry.get("workspace")), drive)
         if self.azure_wanted() is None:
             raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
                               hint="`dtrain list --local` shows local jobs; see docs/azure.md to configure a workspace")
-        return self.backend(AZURE)
+        return self.chained(self.backend(AZURE), drive)
+
+    def chained(self, backend: Backend, drive: bool = False) -> Backend:
+        """The backend seen through retry chains (chain.ChainBackend): one per backend and mode, so many jobs
+        of one backend are still read with one list call per poll."""
+        from .chain import ChainBackend
+
+        key = (id(backend), drive)
+        if key not in self._chained:
+            self._chained[key] = ChainBackend(backend, self, drive=drive)
+        return self._chained[key]
 
     def listing_backend(self, local: bool) -> Backend:
         """Where list and watch look: local jobs with --local or when no workspace is meant, else Azure.
@@ -79,7 +91,7 @@ class Session:
         from .backends import local_platform_problem
 
         use_local = local or (self.azure_wanted() is None and local_platform_problem() is None)
-        return self.backend(LOCAL if use_local else AZURE)
+        return self.chained(self.backend(LOCAL if use_local else AZURE))
 
     # --- submit ----------------------------------------------------------------------------------
     def plan(self, spec: JobSpec, options: SubmitOptions, *, local: bool) -> Plan:
@@ -94,9 +106,10 @@ class Session:
 
         return render.rest_document(spec, name=name) if format == "rest" else render.to_yaml(spec, name=name)
 
-    def submit(self, plan: Plan) -> JobInfo:
-        """Start the planned job, and record which backend (and workspace) owns it."""
-        backend = self.backend(plan.backend)
+    def submit(self, plan: Plan, backend: Backend | None = None) -> JobInfo:
+        """Start the planned job (on `backend`, the one that planned it, when given), and record which backend
+        (and workspace) owns it."""
+        backend = backend or self.backend(plan.backend)
         info = backend.submit(plan)
         if plan.backend == AZURE:
             ws = backend.workspace()  # type: ignore[attr-defined]   # resolved by the submit above
@@ -104,6 +117,22 @@ class Session:
                                                "resource_group": ws.resource_group,
                                                "workspace_name": ws.workspace_name})
         return info
+
+    def submit_chain(self, spec: JobSpec, options: SubmitOptions, policy, *, local: bool) -> JobInfo:
+        """Submit attempt 1 of a retry chain (chain.py) named options.name (generated when absent), and save
+        the recipe that lets a follower submit the next attempts. A chain that exists already is followed:
+        attempt 1 is the same job, so it is not submitted again. Returns the chain as one job."""
+        from . import chain as ch
+        from .backends.names import generate_name
+
+        name = options.name or spec.name or generate_name()
+        ch.check_chain_name(name, policy.retries)
+        is_local = local or spec.is_local_compute
+        backend = self.backend(LOCAL if is_local else AZURE)
+        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
+        ch.save_recipe(name, spec, options.input_paths, is_local, policy)
+        self.submit(plan, backend)
+        return self.chained(backend).status(name)
 
     def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
         """Remove finished local jobs older than an age such as 7d (backends/local/clean.py)."""
@@ -116,7 +145,7 @@ class Session:
                stream: bool = False, submitted: JobInfo | None = None) -> Iterator[follow.Event]:
         """Follow jobs to the end: with stream (one job), its log lines and start-up progress; else a
         StatusChanged per change. The last event is Ended; follow.WaitTimeout when `timeout` passes."""
-        backends = {n: self.backend_for(n, local) for n in names}
+        backends = {n: self.backend_for(n, local, drive=True) for n in names}
         if stream and len(names) == 1:
             n = names[0]
             return follow.stream_events(backends[n], n, timeout, first=submitted)

@@ -68,13 +68,19 @@ class JobInfo:
     timed_out: bool = False               # ended by limits.timeout (exit 4, whatever the status)
     last_line: str | None = None          # newest log line, where a backend has it cheaply (watch)
     ports: dict | None = None             # local jobs: the ports the processes got, by use (MASTER_PORT, ...)
+    chain: dict | None = None             # a retry chain shown as one job (chain.py): policy, attempts, next
 
     @property
     def terminal(self) -> bool:
         return is_terminal(self.status)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["chain"] is None:
+            del d["chain"]                    # only a chain's JSON has it, with its attempts at the top too
+        else:
+            d["attempts"] = d["chain"]["attempts"]
+        return d
 
 
 @dataclass(frozen=True)

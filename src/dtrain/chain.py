@@ -1,0 +1,433 @@
+"""Retry chains: `dtrain submit SPEC --retries N [--retry-on infrastructure|failed]`.
+
+A chain is a job (attempt 1, named after the chain) and the attempts that retried it, each a job of its
+own named NAME-r1, NAME-r2, ... and tagged with the chain, its attempt number and the retry policy. The
+chain's state is those jobs and their tags, so whoever can see the jobs can see the chain (the local
+store, or the Azure ML workspace from any machine).
+
+What the next step is comes from the attempts alone (decide): an infrastructure outcome (NotResponding:
+a lost node, a lost local supervisor) is always retried; Failed only with retry_on "failed"; Canceled
+and timed out never; at most N more attempts, each after a back-off counted from the end of the last.
+Attempt names are fixed, and both backends follow a job that already exists under a name with the same
+spec, so submitting attempt k twice (two followers, or a re-run after a CI runner died) starts it once.
+
+Attempts resume from one checkpoint folder: an output path with `${{name}}` in it is written with the
+chain's name instead (attempt_spec), so every attempt reads and writes the same datastore folder.
+
+ChainBackend shows a chain as one job named after the chain (status, logs, wait, watch, list, cancel),
+following its latest attempt; with `drive` it also submits the next attempt when one is due. It prints
+nothing: what it has to say goes to the session's notify callable as Notices.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator
+
+from .backends.base import JobInfo, LogLine, Notice, SubmitOptions
+from .errors import DtrainError, JobNotFound, UsageError
+from .exitcodes import ExitCode, exit_code_for_status
+
+CHAIN_TAG = "dtrain.chain"
+ATTEMPT_TAG = "dtrain.attempt"
+RETRIES_TAG = "dtrain.retries"
+RETRY_ON_TAG = "dtrain.retry_on"
+RETRY_ON = ("infrastructure", "failed")
+RETRYING = "Retrying"            # the chain's status between an attempt's end and the next attempt's submit
+MAX_NAME = 255                   # Azure ML's (and the spec schema's) job name limit
+BACKOFF_VAR = "DTRAIN_RETRY_BACKOFF_S"
+BACKOFF_DEFAULT_S = 30.0
+BACKOFF_CAP_S = 600.0
+# NotResponding: Azure's status for a run whose node stopped answering (and the local backend's for a lost
+# supervisor). Paused is not here: the REST spec says a job is paused by users, so it is not retried.
+INFRA_STATUSES = ("NotResponding",)
+
+
+# --- names, tags, policy (pure) ------------------------------------------------------------------
+
+def attempt_name(chain: str, k: int) -> str:
+    """Attempt 1 is the chain's own name; attempt k > 1 is NAME-r(k-1)."""
+    return chain if k <= 1 else f"{chain}-r{k - 1}"
+
+
+def check_chain_name(chain: str, retries: int) -> None:
+    """Every attempt's name must be a valid job name: the longest one, NAME-rN, within 255 characters."""
+    last = attempt_name(chain, retries + 1)
+    if len(last) > MAX_NAME:
+        raise UsageError(f"the name '{chain[:40]}...' is too long for a chain of {retries + 1} attempts "
+                         f"({last[-12:]} would make {len(last)} characters; at most {MAX_NAME})",
+                         hint="give a shorter --name")
+
+
+@dataclass(frozen=True)
+class Policy:
+    retries: int                 # attempts after the first, at most
+    retry_on: str = "infrastructure"
+
+    def tags(self, chain: str, k: int) -> dict:
+        return {CHAIN_TAG: chain, ATTEMPT_TAG: str(k), RETRIES_TAG: str(self.retries), RETRY_ON_TAG: self.retry_on}
+
+    @classmethod
+    def from_tags(cls, tags: dict) -> "Policy":
+        try:
+            retries = max(0, int(str(tags.get(RETRIES_TAG, "0"))))
+        except ValueError:
+            retries = 0
+        on = str(tags.get(RETRY_ON_TAG) or "infrastructure")
+        return cls(retries, on if on in RETRY_ON else "infrastructure")
+
+
+def check_policy(retries: int | None, retry_on: str | None) -> Policy | None:
+    """The --retries / --retry-on flags as a Policy (None without --retries); usage errors for values
+    that make no sense and for --retry-on without --retries (it would do nothing)."""
+    if retry_on is not None and retry_on not in RETRY_ON:
+        raise UsageError(f"--retry-on must be one of {', '.join(RETRY_ON)}, not '{retry_on}'",
+                         hint="infrastructure: lost nodes and preemption (NotResponding); failed: also Failed attempts")
+    if retries is None:
+        if retry_on is not None:
+            raise UsageError("--retry-on only applies with --retries", hint="add --retries N, or drop --retry-on")
+        return None
+    if retries < 1:
+        raise UsageError(f"--retries must be at least 1, not {retries}", hint="drop --retries for a single attempt")
+    return Policy(retries, retry_on or "infrastructure")
+
+
+def is_chain_head(info: JobInfo) -> bool:
+    """The first attempt of a chain (its name is the chain's): the job a chain is shown through."""
+    tags = info.tags or {}
+    return tags.get(CHAIN_TAG) == info.name and str(tags.get(ATTEMPT_TAG)) == "1" and Policy.from_tags(tags).retries > 0
+
+
+def belongs(info: JobInfo, chain: str, k: int) -> bool:
+    tags = info.tags or {}
+    return tags.get(CHAIN_TAG) == chain and str(tags.get(ATTEMPT_TAG)) == str(k)
+
+
+def attempt_spec(spec, chain: str):
+    """The spec an attempt runs: output paths with `${{name}}` (or `{name}`) get the chain's name, which Azure
+    would expand to each attempt's own name, so that all attempts share one checkpoint folder. Attempt 1's
+    own name is the chain's, so its folder is the same either way."""
+    outputs = spec.data.get("outputs") or {}
+    if not any(isinstance(o, dict) and "name}" in str(o.get("path") or "") for o in outputs.values()):
+        return spec
+    data = copy.deepcopy(spec.data)
+    for o in data["outputs"].values():
+        if isinstance(o, dict) and isinstance(o.get("path"), str):
+            o["path"] = o["path"].replace("${{name}}", chain).replace("{name}", chain)
+    return dataclasses.replace(spec, data=data)
+
+
+# --- outcomes and the decision (pure) ------------------------------------------------------------
+
+def outcome(info: JobInfo) -> str:
+    """completed, failed, canceled, timeout, infrastructure, paused or lost: what an ended attempt came to."""
+    if info.timed_out:
+        return "timeout"
+    return {"Completed": "completed", "Failed": "failed", "Canceled": "canceled", "NotResponding": "infrastructure",
+            "Paused": "paused"}.get(info.status, "lost")
+
+
+def exit_code(info: JobInfo) -> ExitCode:
+    return ExitCode.TIMEOUT if info.timed_out else exit_code_for_status(info.status)
+
+
+def reason(info: JobInfo) -> str | None:
+    if info.failure and info.failure.message:
+        return info.failure.message
+    if info.timed_out:
+        return "limits.timeout"
+    return None if info.status == "Completed" else info.status
+
+
+def retryable(info: JobInfo, policy: Policy) -> bool:
+    o = outcome(info)
+    return o == "infrastructure" or (o == "failed" and policy.retry_on == "failed")
+
+
+def backoff_s(k: int, base: float | None = None) -> float:
+    """Seconds to wait before attempt k (k >= 2), counted from the end of attempt k-1: base, 2 x base, ...,
+    at most BACKOFF_CAP_S. base: DTRAIN_RETRY_BACKOFF_S (default 30)."""
+    if base is None:
+        from .backends.settings import env_float
+
+        base = env_float(BACKOFF_VAR, BACKOFF_DEFAULT_S)
+    return min(BACKOFF_CAP_S, max(0.0, base) * (2 ** max(0, k - 2)))
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str                  # "running" (the latest attempt has not ended), "retry" or "done"
+    next_attempt: int | None = None
+    due_at: float | None = None  # epoch seconds: when the next attempt may be submitted
+
+
+def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision:
+    """What comes after these attempts (in order, the first is the chain's own job)."""
+    last = attempts[-1]
+    if not last.terminal:
+        return Decision("running")
+    if retryable(last, policy) and len(attempts) < policy.retries + 1:
+        k = len(attempts) + 1
+        ended = _epoch(last.ended) or (now if now is not None else time.time())
+        return Decision("retry", k, ended + backoff_s(k))
+    return Decision("done")
+
+
+def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
+    """One attempt as `status -o json` lists it. An attempt that was retried and now reads Canceled was
+    NotResponding on Azure and canceled by dtrain before the next attempt (a NotResponding run can come
+    back, the REST spec says, and two attempts must not write one checkpoint folder); Canceled attempts
+    themselves are never retried."""
+    o, why = outcome(info), reason(info)
+    if successor and info.status == "Canceled":
+        o, why = "infrastructure", "NotResponding; canceled by dtrain before the next attempt so that it cannot come back"
+    return {"attempt": k, "name": info.name, "status": info.status, "outcome": o if info.terminal else None,
+            "reason": why if info.terminal else None, "exit_code": int(exit_code(info)) if info.terminal else None,
+            "created": info.created, "started": info.started, "ended": info.ended, "url": info.url}
+
+
+# --- the recipe: what a follower needs to submit the next attempt ---------------------------------
+
+def _recipes() -> Path:
+    from .backends.settings import dtrain_home
+
+    return dtrain_home() / "chains"
+
+
+def save_recipe(chain: str, spec, input_paths: dict, local: bool, policy: Policy) -> None:
+    """$DTRAIN_HOME/chains/<chain>.json: the validated spec (after --set), so that `dtrain wait CHAIN` in any
+    terminal of this machine can submit the next attempt. Written atomically; no secret (the spec is a file
+    here already). Another machine follows the chain through the jobs' tags, and re-running the same
+    `submit --retries` there drives it."""
+    doc = {"chain": chain, "local": local, "retries": policy.retries, "retry_on": policy.retry_on,
+           "input_paths": dict(input_paths or {}),
+           "spec": {"data": spec.data, "base_dir": str(spec.base_dir),
+                    "source": str(spec.source.resolve()) if spec.source is not None else None}}
+    path = _recipes() / f"{chain}.json"
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f, sort_keys=True, default=str)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def load_recipe(chain: str):
+    """(spec, input_paths) from the recipe, or None when this machine has none."""
+    from .spec.model import JobSpec
+
+    try:
+        doc = json.loads((_recipes() / f"{chain}.json").read_text(encoding="utf-8"))
+        s = doc["spec"]
+        spec = JobSpec(data=s["data"], base_dir=Path(s["base_dir"]), source=Path(s["source"]) if s.get("source") else None)
+        return spec, dict(doc.get("input_paths") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def attempt_plan(backend, spec, chain: str, k: int, policy: Policy, *, input_paths: dict):
+    """The plan of attempt k on `backend` (the chain's): a pure function of the spec, the chain and k, so any
+    follower builds the same plan, and submitting it again follows the job that exists."""
+    opts = SubmitOptions(name=attempt_name(chain, k), tags=policy.tags(chain, k), input_paths=dict(input_paths or {}))
+    return backend.plan(attempt_spec(spec, chain), opts)
+
+
+# --- a chain seen as one job ---------------------------------------------------------------------
+
+class ChainBackend:
+    """Wraps a backend: a chain's name shows the chain (latest attempt, every attempt listed); any other
+    name passes through unchanged, at no extra cost. With drive=True, reading a chain's status also submits
+    its next attempt once it is due (wait and submit --wait drive; status, logs, list and watch only look)."""
+
+    def __init__(self, inner, session, *, drive: bool = False):
+        self.inner = inner
+        self.session = session
+        self.drive = drive
+        self.name = inner.name
+        self.poll_cap_s = getattr(inner, "poll_cap_s", 5.0)
+        self._lock = threading.Lock()
+        self._told: set = set()
+
+    def __getattr__(self, attr):             # anything else a backend has (workspace(), ...)
+        return getattr(self.inner, attr)
+
+    # --- the view ----------------------------------------------------------------------------
+    def _tell(self, key, text: str) -> None:
+        if key in self._told:
+            return
+        self._told.add(key)
+        notify = getattr(self.session, "notify", None)
+        if notify is not None:
+            notify(Notice(text))
+
+    def attempts(self, head: JobInfo) -> list:
+        """Every attempt that exists, in order: NAME, NAME-r1, ... while each exists and carries the chain's tags."""
+        chain, policy = head.name, Policy.from_tags(head.tags)
+        found = [head]
+        for k in range(2, policy.retries + 2):
+            try:
+                info = self.inner.status(attempt_name(chain, k))
+            except JobNotFound:
+                break
+            if not belongs(info, chain, k):
+                break
+            found.append(info)
+        return found
+
+    def view(self, head: JobInfo) -> JobInfo:
+        if not is_chain_head(head):
+            return head
+        with self._lock:
+            attempts = self.attempts(head)
+            policy = Policy.from_tags(head.tags)
+            d = decide(attempts, policy)
+            blocked = None
+            if d.action == "retry" and self.drive:
+                attempts, d, blocked = self._drive(head.name, attempts, policy, d)
+            return self._chain_info(head.name, attempts, policy, d, blocked)
+
+    def _drive(self, chain: str, attempts: list, policy: Policy, d: Decision):
+        last = attempts[-1]
+        wait = (d.due_at or 0) - time.time()
+        if wait > 0:
+            self._tell(("wait", d.next_attempt), f"{chain}: attempt {len(attempts)} ({last.name}) ended {last.status}"
+                       + (f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
+                       + f"; attempt {d.next_attempt} of {policy.retries + 1} in {wait:.0f} s")
+            return attempts, d, None
+        recipe = load_recipe(chain)
+        if recipe is None:
+            why = (f"this machine has no recipe for chain {chain} ($DTRAIN_HOME/chains/{chain}.json); run the same "
+                   f"`dtrain submit SPEC --name {chain} --retries {policy.retries}` to go on")
+            self._tell(("blocked", d.next_attempt), f"{chain}: attempt {d.next_attempt} is due, but {why}")
+            return attempts, Decision("done"), why
+        spec, input_paths = recipe
+        if self.inner.name == "azureml" and last.status == "NotResponding":
+            # Azure's REST spec: a NotResponding run can go back to any earlier status. Stop it before the next
+            # attempt, so that two attempts never write the same checkpoint folder.
+            with contextlib.suppress(DtrainError):
+                self.inner.cancel(last.name)
+        plan = attempt_plan(self.inner, spec, chain, d.next_attempt, policy, input_paths=input_paths)
+        info = self.session.submit(plan, self.inner)
+        self._tell(("submitted", d.next_attempt), f"{chain}: attempt {len(attempts)} ({last.name}) ended "
+                   f"{last.status}" + (f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
+                   + f"; attempt {d.next_attempt} of {policy.retries + 1} submitted: {info.name}")
+        attempts = attempts + [info]
+        return attempts, decide(attempts, policy), None
+
+    def _chain_info(self, chain: str, attempts: list, policy: Policy, d: Decision, blocked: str | None) -> JobInfo:
+        last = attempts[-1]
+        info = dataclasses.replace(last, name=chain, tags=dict(attempts[0].tags))
+        if d.action == "retry":
+            info.status, info.failure, info.timed_out, info.ended = RETRYING, None, False, None
+        records = [attempt_record(a, i + 1, i + 1 < len(attempts)) for i, a in enumerate(attempts)]
+        info.chain = {"name": chain, "retries": policy.retries, "retry_on": policy.retry_on, "attempt": len(attempts),
+                      "latest": last.name, "attempts": records,
+                      "next": ({"attempt": d.next_attempt, "name": attempt_name(chain, d.next_attempt or 0),
+                                "due_at": datetime.fromtimestamp(d.due_at or time.time()).astimezone().isoformat(
+                                    timespec="seconds")} if d.action == "retry" else None),
+                      "blocked": blocked}
+        return info
+
+    def latest(self, name: str) -> str:
+        """The name of the job `name` stands for now: the latest attempt of a chain, else `name`."""
+        head = self.inner.status(name)
+        if not is_chain_head(head):
+            return name
+        return self.attempts(head)[-1].name
+
+    # --- the Backend protocol ------------------------------------------------------------------
+    def plan(self, spec, options):
+        return self.inner.plan(spec, options)
+
+    def submit(self, plan):
+        return self.inner.submit(plan)
+
+    def status(self, name: str) -> JobInfo:
+        return self.view(self.inner.status(name))
+
+    def knows(self, name: str) -> bool:
+        return self.inner.knows(name)
+
+    def cancel(self, name: str) -> JobInfo:
+        """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
+        head = self.inner.status(name)
+        if is_chain_head(head):
+            self.inner.cancel(self.attempts(head)[-1].name)
+        else:
+            self.inner.cancel(name)
+        return self.status(name)
+
+    def list(self, *, experiment=None, tags=None, limit=None, names=None) -> list:
+        """A chain's attempts fold into one row, its own name's (when its first attempt is listed)."""
+        infos = self.inner.list(experiment=experiment, tags=tags, limit=limit, names=names)
+        heads = {i.name for i in infos if is_chain_head(i)}
+        out = []
+        for i in infos:
+            chain = (i.tags or {}).get(CHAIN_TAG)
+            if chain in heads and chain != i.name and not names:
+                continue                      # shown in its chain's row
+            out.append(self.view(i) if i.name in heads else i)
+        return out
+
+    def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
+        """The latest attempt's lines; with follow, each next attempt's as it starts, until the chain ends."""
+        if not follow:
+            return self.inner.logs(self.latest(name), follow=False, rank=rank)
+        return self._follow_logs(name, rank)
+
+    def _follow_logs(self, name: str, rank):
+        shown: set = set()
+        poll = 0.2
+        while True:
+            info = self.status(name)
+            current = info.chain["latest"] if info.chain else name
+            if current not in shown:
+                shown.add(current)
+                yield from self.inner.logs(current, follow=True, rank=rank)
+                continue
+            if info.terminal:
+                return
+            time.sleep(poll)
+            poll = min(self.poll_cap_s, poll * 1.5)
+
+    def metrics(self, name: str, *, keys=None):
+        return self.inner.metrics(self.latest(name), keys=keys)
+
+    def metrics_reader(self, name: str, *, keys=None):
+        return self.inner.metrics_reader(self.latest(name), keys=keys)
+
+    def latest_metrics(self, jobs) -> dict:
+        """Each chain's row reads its latest attempt's metrics, under the chain's name."""
+        alias = {}
+        actual = []
+        for j in jobs:
+            latest = (j.chain or {}).get("latest") if getattr(j, "chain", None) else None
+            if latest:
+                alias[latest] = j.name
+                actual.append(dataclasses.replace(j, name=latest))
+            else:
+                actual.append(j)
+        got = self.inner.latest_metrics(actual)
+        return {alias.get(k, k): v for k, v in got.items()}

@@ -1,0 +1,190 @@
+"""Retry chains on the local backend, end to end through the CLI (docs/retries.md): a killed supervisor (a
+lost node) makes the next attempt start and resume from the chain's checkpoint folder; Failed attempts are
+retried only with --retry-on failed; no process is left."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dtrain.backends.local import LocalBackend
+from dtrain.backends.local.store import read_state
+from test_local_run import _stop_leftover_jobs, cmdline_pids, no_job_processes  # noqa: F401 (autouse fixture)
+
+pytestmark = pytest.mark.slow
+
+# Checkpoints a step counter to its output folder every step and resumes from it: what the shipped
+# training scripts do with real checkpoints, in a few lines.
+STEPPER = """\
+import os, sys, time
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+path = os.path.join(out, "step")
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"start step {step}", flush=True)
+while step < int(sys.argv[2]):
+    time.sleep(0.1)
+    step += 1
+    with open(path + ".tmp", "w") as f:
+        f.write(str(step))
+    os.replace(path + ".tmp", path)
+    print(f"step {step}", flush=True)
+print("done", flush=True)
+"""
+
+SPEC = """\
+command: python stepper.py ${{{{outputs.ckpt}}}} {steps} retrytest-{marker}
+code: src
+environment: azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest
+compute: local
+outputs:
+  ckpt:
+    type: uri_folder
+    path: azureml://datastores/workspaceblobstore/paths/retrytest/${{{{name}}}}/ckpt
+"""
+
+
+@pytest.fixture
+def job(write):
+    def make(steps=40, marker="a", command=None):
+        write("src/stepper.py", STEPPER)
+        text = SPEC.format(steps=steps, marker=marker)
+        if command:
+            text = text.replace(text.splitlines()[0], f"command: {command}")
+        return write("job.yml", text)
+    return make
+
+
+def _env():
+    return {**os.environ, "DTRAIN_RETRY_BACKOFF_S": "0.2"}
+
+
+def _dtrain(*args):
+    return subprocess.Popen([sys.executable, "-m", "dtrain", *map(str, args)], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_until(pred, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _step(home: Path, chain: str) -> int:
+    p = home / "datastores" / "workspaceblobstore" / "retrytest" / chain / "ckpt" / "step"
+    try:
+        return int(p.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _kill_supervisor_mid_run(home: Path, name: str, at_step: int = 3) -> None:
+    _wait_until(lambda: _step(home, name.split("-r")[0]) >= at_step, what=f"{name} to reach step {at_step}")
+    sup = read_state(home / "jobs" / name)["supervisor"]
+    os.kill(sup["pid"], signal.SIGKILL)
+
+
+def test_a_killed_supervisor_starts_a_second_attempt_that_resumes_and_completes(job, cli, dtrain_home):
+    spec = job(steps=30, marker="resume")
+    p = _dtrain("submit", spec, "--local", "--retries", "2", "--wait", "--name", "ch")
+    try:
+        _kill_supervisor_mid_run(dtrain_home, "ch")
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert "attempt 2 of 3 submitted: ch-r1" in err
+    st = json.loads(cli("status", "ch", "--output", "json").stdout)
+    assert st["name"] == "ch" and st["status"] == "Completed"
+    attempts = st["attempts"]
+    assert [a["name"] for a in attempts] == ["ch", "ch-r1"]
+    assert attempts[0]["status"] == "NotResponding" and attempts[0]["outcome"] == "infrastructure"
+    assert "supervisor" in attempts[0]["reason"] and attempts[0]["exit_code"] == 5
+    assert attempts[1]["status"] == "Completed" and attempts[1]["outcome"] == "completed"
+    assert st["chain"]["retries"] == 2 and st["chain"]["retry_on"] == "infrastructure"
+    # attempt 2 resumed from attempt 1's checkpoint, in the same datastore folder
+    logs = cli("logs", "ch-r1").stdout
+    first = [ln for ln in logs.splitlines() if "start step" in ln][0]
+    assert int(first.rsplit(" ", 1)[1]) > 0, logs
+    assert "done" in logs and _step(dtrain_home, "ch") == 30
+    # `logs CHAIN` is the latest attempt's; both attempts carry the chain's tags
+    assert "done" in cli("logs", "ch").stdout
+    b = LocalBackend(dtrain_home)
+    tags = b.status("ch-r1").tags
+    assert tags == {"dtrain.chain": "ch", "dtrain.attempt": "2", "dtrain.retries": "2",
+                    "dtrain.retry_on": "infrastructure"}
+    assert no_job_processes(b, "ch", marker="retrytest-resume") and no_job_processes(b, "ch-r1")
+    # list folds the chain into one row
+    rows = json.loads(cli("list", "--local", "--output", "json").stdout)
+    assert [r["name"] for r in rows] == ["ch"] and len(rows[0]["attempts"]) == 2
+    # re-running the same command follows the chain: nothing new is started
+    again = cli("submit", spec, "--local", "--retries", "2", "--wait", "--name", "ch", env={"DTRAIN_RETRY_BACKOFF_S": "0"})
+    assert again.returncode == 0, again.stderr
+    assert sorted(d.name for d in (dtrain_home / "jobs").iterdir() if not d.name.startswith(".")) == ["ch", "ch-r1"]
+
+
+def test_without_retries_the_same_kill_exits_5(job, dtrain_home):
+    spec = job(steps=30, marker="noretry")
+    p = _dtrain("submit", spec, "--local", "--wait", "--name", "one")
+    try:
+        _kill_supervisor_mid_run(dtrain_home, "one")
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 5, err
+    assert not (dtrain_home / "jobs" / "one-r1").exists()
+    assert no_job_processes(LocalBackend(dtrain_home), "one", marker="retrytest-noretry")
+
+
+@pytest.mark.parametrize("flags, attempts", [((), 1), (("--retry-on", "failed"), 3)])
+def test_a_failing_script_is_retried_only_with_retry_on_failed(job, cli, dtrain_home, flags, attempts):
+    spec = job(command="bash -c 'echo flaky; exit 1'")
+    r = cli("submit", spec, "--local", "--retries", "2", *flags, "--wait", "--name", "fl",
+            env={"DTRAIN_RETRY_BACKOFF_S": "0"})
+    assert r.returncode == 1, r.stderr
+    names = sorted(d.name for d in (dtrain_home / "jobs").iterdir() if not d.name.startswith("."))
+    assert names == ["fl", "fl-r1", "fl-r2"][:attempts]
+    st = json.loads(cli("status", "fl", "--output", "json").stdout)
+    assert [a["outcome"] for a in st["attempts"]] == ["failed"] * attempts
+    assert st["status"] == "Failed" and st["chain"]["next"] is None
+
+
+def test_submit_without_wait_then_wait_drives_the_chain(job, cli, dtrain_home):
+    spec = job(command="bash -c 'echo flaky; exit 1'")
+    r = cli("submit", spec, "--local", "--retries", "1", "--retry-on", "failed", "--name", "nw",
+            env={"DTRAIN_RETRY_BACKOFF_S": "0"})
+    assert r.returncode == 0 and r.stdout.strip() == "nw", r.stderr
+    assert "dtrain wait nw" in r.stderr
+    _wait_until(lambda: LocalBackend(dtrain_home).status("nw").terminal, what="attempt 1 to end")
+    # nothing drives it until someone waits: status shows the retry that is due
+    st = json.loads(cli("status", "nw", "--output", "json").stdout)
+    assert st["status"] == "Retrying" and st["chain"]["next"]["name"] == "nw-r1"
+    assert not (dtrain_home / "jobs" / "nw-r1").exists()
+    w = cli("wait", "nw", env={"DTRAIN_RETRY_BACKOFF_S": "0"})
+    assert w.returncode == 1, w.stderr
+    assert (dtrain_home / "jobs" / "nw-r1").is_dir()
+    assert "attempt 2 of 2 submitted: nw-r1" in w.stderr
+
+
+def test_usage_errors(job, cli, dtrain_home):
+    spec = job()
+    for args, msg in [(("--retry-on", "failed"), "--retry-on only applies with --retries"),
+                      (("--retries", "0"), "--retries must be at least 1"),
+                      (("--retries", "1", "--retry-on", "canceled"), "--retry-on must be one of"),
+                      (("--retries", "1", "--dry-run"), "--retries does nothing with --dry-run"),
+                      (("--retries", "1", "--matrix", "inputs.x=1,2"), "--retries does not apply with --matrix")]:
+        r = cli("submit", spec, "--local", *args)
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
+    assert not (dtrain_home / "jobs").exists()
