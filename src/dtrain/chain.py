@@ -323,12 +323,15 @@ class ChainBackend:
             self._tell(("blocked", d.next_attempt), f"{chain}: attempt {d.next_attempt} is due, but {why}")
             return attempts, Decision("done"), why
         spec, input_paths = recipe
-        if self.inner.name == "azureml" and last.status == "NotResponding":
+        stop = getattr(self.inner, "stop", None)
+        if stop is not None and last.status == "NotResponding":
             # Azure's REST spec: a NotResponding run can go back to any earlier status. Stop it before the next
-            # attempt, so that two attempts never write the same checkpoint folder.
+            # attempt, so that two attempts never write the same checkpoint folder. (A local one is over: its
+            # watchdog has stopped every process.)
             with contextlib.suppress(DtrainError):
-                self.inner.cancel(last.name)
-        plan = attempt_plan(self.inner, spec, chain, d.next_attempt, policy, input_paths=input_paths)
+                stop(last.name)
+        k = d.next_attempt or len(attempts) + 1
+        plan = attempt_plan(self.inner, spec, chain, k, policy, input_paths=input_paths)
         info = self.session.submit(plan, self.inner)
         self._tell(("submitted", d.next_attempt), f"{chain}: attempt {len(attempts)} ({last.name}) ended "
                    f"{last.status}" + (f" ({reason(last)})" if reason(last) not in (None, last.status) else "")

@@ -291,7 +291,8 @@ class AzureMLEmulator:
     ) -> None:
         """Script how statuses move: for ``job`` (before or after it is created) or, without it,
         for every job created afterwards.  ``seconds_per_step=None``: one step per status read.
-        ``error`` (``{"code":..., "message":...}``) is reported in run details when it Fails."""
+        ``error`` (``{"code":..., "message":...}``) is reported in run details when it Fails (and, when given,
+        when it ends NotResponding or Paused: why a node was lost)."""
         script = StatusScript(tuple(statuses), seconds_per_step, error, log_lines_per_step)
         with self._lock:
             if job is None:
@@ -935,6 +936,8 @@ class AzureMLEmulator:
         if status == "Failed":
             err = state.script.error or {"code": "UserError", "message": "Job failed (scripted by the emulator)."}
             run["error"] = {"error": err}
+        elif status in ("NotResponding", "Paused") and state.script.error:   # e.g. a lost or preempted node
+            run["error"] = {"error": state.script.error}
         return run
 
     # -- logs ----------------------------------------------------------------------------------------

@@ -327,6 +327,8 @@ class AzureBackend:
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
             info.failure = self._failure(info, message, rd)
+        elif info.status in ("NotResponding", "Paused") and message:   # why a node was lost (exit 5)
+            info.failure = FailureInfo(message=message)
 
     def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
         import requests
@@ -460,6 +462,16 @@ class AzureBackend:
 
         self._retrying("cancel the job", request, job=name)
         return self.status(name)
+
+    def stop(self, name: str) -> None:
+        """Ask Azure ML to cancel a run that dtrain counts as ended NotResponding: the REST spec says such a run
+        can go back to an earlier status, and a retry chain (chain.py) must not have two attempts running."""
+        ml = self.ml
+
+        def request():
+            ml.jobs.begin_cancel(name).result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
+
+        self._retrying("cancel the job", request, job=name)
 
     # --- list ----------------------------------------------------------------------------------
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
