@@ -188,3 +188,24 @@ def test_usage_errors(job, cli, dtrain_home):
         r = cli("submit", spec, "--local", *args)
         assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
     assert not (dtrain_home / "jobs").exists()
+
+
+def test_a_shipped_template_resumes_in_its_second_attempt(cli, dtrain_home):
+    """The single-node template binds its checkpoints to a ${{name}} datastore path: attempt 2 of a chain
+    loads what attempt 1 saved there (the script says `resumed from step N`)."""
+    template = Path(__file__).resolve().parents[1] / "job_templates" / "single-node.yml"
+    p = _dtrain("submit", template, "--local", "--retries", "1", "--wait", "--name", "tpl",
+                "--set", "inputs.epochs=40", "--set", "inputs.checkpoint_every=10")
+    ckpts = dtrain_home / "datastores" / "workspaceblobstore" / "dtrain" / "tpl" / "checkpoints"
+    try:
+        _wait_until(lambda: any(ckpts.glob("ckpt_step*")), timeout=90, what="attempt 1's first checkpoint")
+        os.kill(read_state(dtrain_home / "jobs" / "tpl")["supervisor"]["pid"], signal.SIGKILL)
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err[-3000:]
+    logs = cli("logs", "tpl-r1").stdout
+    m = [ln for ln in logs.splitlines() if "resumed from step" in ln]
+    assert m and int(m[0].split("resumed from step ")[1].split()[0]) > 0, logs[-2000:]
+    assert no_job_processes(LocalBackend(dtrain_home), "tpl") and no_job_processes(LocalBackend(dtrain_home), "tpl-r1")
