@@ -727,7 +727,9 @@ def list_(
         return
     for i in infos:
         shape = f"{i.nodes}x{i.processes_per_node}"
-        out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}")
+        c = getattr(i, "chain", None)      # a retry chain's row: which attempt it is on (docs/retries.md)
+        out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}"
+            + (f"\tattempt {c['attempt']}/{c['retries'] + 1}" if c else ""))
         if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
             from .output import err
 
