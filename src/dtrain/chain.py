@@ -234,6 +234,29 @@ def save_recipe(chain: str, spec, input_paths: dict, local: bool, policy: Policy
                 os.unlink(tmp)
 
 
+def stop_recipe(chain: str) -> bool:
+    """Mark the chain stopped (`dtrain cancel` between attempts): no follower on this machine submits another
+    attempt. False when this machine has no recipe for it."""
+    path = _recipes() / f"{chain}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["stopped"] = True
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, sort_keys=True, default=str)
+        os.replace(tmp, path)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def recipe_stopped(chain: str) -> bool:
+    try:
+        return bool(json.loads((_recipes() / f"{chain}.json").read_text(encoding="utf-8")).get("stopped"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def load_recipe(chain: str):
     """(spec, input_paths) from the recipe, or None when this machine has none."""
     from .spec.model import JobSpec
@@ -304,6 +327,8 @@ class ChainBackend:
             policy = Policy.from_tags(head.tags)
             d = decide(attempts, policy)
             blocked = None
+            if d.action == "retry" and recipe_stopped(head.name):
+                d, blocked = Decision("done"), f"stopped by `dtrain cancel {head.name}` before attempt {d.next_attempt}"
             if d.action == "retry" and self.drive:
                 attempts, d, blocked = self._drive(head.name, attempts, policy, d)
             return self._chain_info(head.name, attempts, policy, d, blocked)
@@ -377,7 +402,13 @@ class ChainBackend:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
         head = self.inner.status(name)
         if is_chain_head(head):
-            self.inner.cancel(self.attempts(head)[-1].name)
+            latest = self.attempts(head)[-1]
+            if latest.terminal:               # between attempts: nothing runs; no next attempt from here on
+                if not stop_recipe(name):
+                    raise UsageError(f"chain {name} is between attempts, and this machine has no recipe for it",
+                                     hint="stop the `dtrain wait` / `submit --wait` that follows it, where it runs")
+            else:
+                self.inner.cancel(latest.name)
         else:
             self.inner.cancel(name)
         return self.status(name)

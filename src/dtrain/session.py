@@ -12,7 +12,7 @@ from typing import Iterator
 from . import follow, jobindex
 from .backends.azure.workspace import PARTS as WORKSPACE_PARTS  # noqa: F401  (no SDK: backends/azure is lean)
 from .backends.base import Backend, JobInfo, Notify, Plan, SubmitOptions
-from .errors import JobNotFound
+from .errors import JobNotFound, UsageError
 from .spec.model import JobSpec
 
 LOCAL, AZURE = "local", "azureml"
@@ -131,7 +131,10 @@ class Session:
         backend = self.backend(LOCAL if is_local else AZURE)
         plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
         ch.save_recipe(name, spec, options.input_paths, is_local, policy)
-        self.submit(plan, backend)
+        first = self.submit(plan, backend)
+        if not ch.belongs(first, name, 1):   # followed a job of that name that is not this chain's attempt 1
+            raise UsageError(f"a job named '{name}' exists and is not attempt 1 of a retry chain; nothing was submitted",
+                             hint="give a new name with --name")
         return self.chained(backend).status(name)
 
     def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
