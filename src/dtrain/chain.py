@@ -427,8 +427,11 @@ class ChainBackend:
 
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
         """The latest attempt's lines; with follow, each next attempt's as it starts, until the chain ends."""
+        head = self.inner.status(name)
+        if not is_chain_head(head):
+            return self.inner.logs(name, follow=follow, rank=rank)
         if not follow:
-            return self.inner.logs(self.latest(name), follow=False, rank=rank)
+            return self.inner.logs(self.attempts(head)[-1].name, follow=False, rank=rank)
         return self._follow_logs(name, rank)
 
     def _follow_logs(self, name: str, rank):
