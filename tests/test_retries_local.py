@@ -128,6 +128,10 @@ def test_a_killed_supervisor_starts_a_second_attempt_that_resumes_and_completes(
     # list folds the chain into one row
     rows = json.loads(cli("list", "--local", "--output", "json").stdout)
     assert [r["name"] for r in rows] == ["ch"] and len(rows[0]["attempts"]) == 2
+    # and so does watch, with the attempt the chain is on
+    table = cli("watch", "--local", "--once", "--no-metrics").stdout
+    assert [ln.split()[:3] for ln in table.splitlines()[1:]] == [["ch", "Completed,", "attempt"]], table
+    assert "attempt 2/3" in table, table
     # re-running the same command follows the chain: nothing new is started
     again = cli("submit", spec, "--local", "--retries", "2", "--wait", "--name", "ch", env={"DTRAIN_RETRY_BACKOFF_S": "0"})
     assert again.returncode == 0, again.stderr
@@ -176,6 +180,22 @@ def test_submit_without_wait_then_wait_drives_the_chain(job, cli, dtrain_home):
     assert w.returncode == 1, w.stderr
     assert (dtrain_home / "jobs" / "nw-r1").is_dir()
     assert "attempt 2 of 2 submitted: nw-r1" in w.stderr
+
+
+def test_a_refused_rerun_with_another_spec_leaves_the_chain_as_it_was(job, cli, dtrain_home):
+    """Re-running `submit --retries` under the chain's name with an edited spec exits 2, and the attempts
+    still to come run the spec the chain was started with, not the refused one."""
+    spec = job(command="bash -c 'echo ORIGINAL; exit 1'")
+    args = ("submit", spec, "--local", "--retries", "1", "--retry-on", "failed", "--name", "rs")
+    assert cli(*args).returncode == 0
+    _wait_until(lambda: LocalBackend(dtrain_home).status("rs").terminal, what="attempt 1 to end")
+    spec.write_text(spec.read_text().replace("ORIGINAL", "EDITED"))
+    r = cli(*args)
+    assert r.returncode == 2 and "attempt 1 of the retry chain 'rs' (--retries 1 --retry-on failed)" in r.stderr, r.stderr
+    w = cli("wait", "rs", env={"DTRAIN_RETRY_BACKOFF_S": "0"})
+    assert w.returncode == 1, w.stderr
+    logs = cli("logs", "rs-r1").stdout
+    assert "ORIGINAL" in logs and "EDITED" not in logs, logs
 
 
 def test_usage_errors(job, cli, dtrain_home):

@@ -126,6 +126,22 @@ def attempt_spec(spec, chain: str):
     return dataclasses.replace(spec, data=data)
 
 
+
+def refused_rerun(backend, chain: str, exc: DtrainError) -> DtrainError:
+    """The error for `submit --retries` under the name of a chain whose attempt 1 differs from this submit
+    (another spec, --retries or --retry-on): the backend's refusal, saying that the chain goes on unchanged.
+    Any other refusal is returned as it is."""
+    try:
+        head = backend.status(chain)
+    except DtrainError:
+        return exc
+    if not is_chain_head(head):
+        return exc
+    p = Policy.from_tags(head.tags)
+    return UsageError(f"{exc.message}: it is attempt 1 of the retry chain '{chain}' (--retries {p.retries} "
+                      f"--retry-on {p.retry_on}), which goes on as it was started",
+                      hint=f"`dtrain wait {chain}` follows that chain; a new chain needs a new --name")
+
 # --- outcomes and the decision (pure) ------------------------------------------------------------
 
 def outcome(info: JobInfo) -> str:

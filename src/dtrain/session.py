@@ -130,11 +130,16 @@ class Session:
         is_local = local or spec.is_local_compute
         backend = self.backend(LOCAL if is_local else AZURE)
         plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
-        ch.save_recipe(name, spec, options.input_paths, is_local, policy)
-        first = self.submit(plan, backend)
+        try:
+            first = self.submit(plan, backend)
+        except UsageError as exc:            # the name is taken by another job: say so if it is a chain's
+            raise ch.refused_rerun(backend, name, exc) from None
         if not ch.belongs(first, name, 1):   # followed a job of that name that is not this chain's attempt 1
             raise UsageError(f"a job named '{name}' exists and is not attempt 1 of a retry chain; nothing was submitted",
                              hint="give a new name with --name")
+        # Only now: a re-run that was refused (another spec under this name) must not change what the chain's
+        # next attempts run.
+        ch.save_recipe(name, spec, options.input_paths, is_local, policy)
         return self.chained(backend).status(name)
 
     def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
