@@ -196,3 +196,16 @@ def test_cancel_between_attempts_stops_the_chain(recipe):
     ch.ChainBackend(b, FakeSession()).cancel("c")
     info = view.status("c")
     assert b.submitted == [] and info.status == "NotResponding" and "dtrain cancel c" in info.chain["blocked"]
+
+
+def test_a_ci_summary_shows_the_attempt_a_chain_ended_on_and_why_it_needed_it(recipe):
+    from dtrain import ci
+
+    lost = job("c", "NotResponding")
+    lost.failure = FailureInfo(message="node lost")
+    b = FakeBackend(lost, job("c-r1", "Completed", k=2))
+    md = ci.summary_markdown([ch.ChainBackend(b, FakeSession()).status("c")]).splitlines()
+    assert md[4].startswith("| c | Completed, attempt 2/3 |"), md
+    at = md.index("#### attempts of c")
+    assert md[at + 4:at + 6] == ["| attempt 1/3 | c | NotResponding | infrastructure | node lost |",
+                                 "| attempt 2/3 | c-r1 | Completed | completed |  |"], md

@@ -207,6 +207,10 @@ def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision
     return Decision("done")
 
 
+def attempt_label(chain: dict, k: int | None = None) -> str:
+    """'attempt 2/3': attempt k (default: the chain's latest) of the most a chain (JobInfo.chain) may make."""
+    return f"attempt {chain['attempt'] if k is None else k}/{chain['retries'] + 1}"
+
 def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
     """One attempt as `status -o json` lists it. An attempt that was retried and now reads Canceled was
     NotResponding on Azure and canceled by dtrain before the next attempt (a NotResponding run can come

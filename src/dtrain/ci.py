@@ -9,6 +9,7 @@ import os
 import sys
 
 from .backends.base import JobInfo
+from .chain import attempt_label
 
 
 def _gh_escape(text: str) -> str:
@@ -47,6 +48,20 @@ def _md_cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def attempts_markdown(infos) -> list[str]:
+    """Each retry chain's attempts (chain.py), so that a CI run that needed a retry says why."""
+    out: list[str] = []
+    for i in infos:
+        c = i.chain
+        if not c:
+            continue
+        out += [f"#### attempts of {i.name}", "", "| attempt | job | status | outcome | reason |", "|---|---|---|---|---|"]
+        out += [f"| {attempt_label(c, a['attempt'])} | {_md_cell(a['name'])} | {_md_cell(a['status'])} | "
+                f"{_md_cell(a.get('outcome') or '')} | {_md_cell(a.get('reason') or '')} |" for a in c["attempts"]]
+        out.append("")
+    return out
+
+
 def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = None) -> str:
     """The jobs as a Markdown table; `columns` (name -> {header: value}) adds columns, e.g. a grid's
     --matrix values."""
@@ -55,11 +70,13 @@ def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = 
             "|---|---|" + "---|" * len(extra) + "---|---|---|"]
     for i in infos:
         status = i.status + (" (timed out)" if i.timed_out else "")
+        if i.chain:
+            status += ", " + attempt_label(i.chain)
         name = f"[{i.name}]({i.url})" if i.url and i.url.startswith("http") else i.name
         own = (columns or {}).get(i.name, {})
         rows.append(f"| {name} | {status} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
                     + f"{i.nodes} x {i.processes_per_node} | {i.started or ''} | {i.ended or ''} |")
-    out = ["### dtrain", "", *rows, "", *metrics_markdown(metrics or {})]
+    out = ["### dtrain", "", *rows, "", *attempts_markdown(infos), *metrics_markdown(metrics or {})]
     for i in infos:
         if i.failure:
             title, body = _failure_text(i)

@@ -725,11 +725,13 @@ def list_(
     if output != "text":
         _emit([i.to_dict() for i in infos], output)
         return
+    from .chain import attempt_label
+
     for i in infos:
         shape = f"{i.nodes}x{i.processes_per_node}"
-        c = getattr(i, "chain", None)      # a retry chain's row: which attempt it is on (docs/retries.md)
+        c = i.chain                        # a retry chain's row: which attempt it is on (docs/retries.md)
         out(f"{i.name}\t{i.status}\t{shape}\t{i.experiment_name or ''}\t{i.created or ''}"
-            + (f"\tattempt {c['attempt']}/{c['retries'] + 1}" if c else ""))
+            + (f"\t{attempt_label(c)}" if c else ""))
         if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
             from .output import err
 
@@ -935,17 +937,18 @@ def _print_info(info, output: str) -> None:
 
 def _print_attempts(info) -> None:
     """A retry chain's attempts, one line each on stderr: name, status, why it ended (docs/retries.md)."""
+    from .chain import attempt_label
     from .output import err
 
-    c = getattr(info, "chain", None)
+    c = info.chain
     if not c:
         return
     for a in c["attempts"]:
         why = f"  {a['outcome']}" + (f": {a['reason']}" if a.get("reason") and a["reason"] != a["status"] else "") \
             if a.get("outcome") else ""
-        err(f"  attempt {a['attempt']}/{c['retries'] + 1}  {a['name']}  {a['status']}{why}")
+        err(f"  {attempt_label(c, a['attempt'])}  {a['name']}  {a['status']}{why}")
     if c.get("next"):
-        err(f"  attempt {c['next']['attempt']}/{c['retries'] + 1}  {c['next']['name']}  due {c['next']['due_at']} "
+        err(f"  {attempt_label(c, c['next']['attempt'])}  {c['next']['name']}  due {c['next']['due_at']} "
             f"(submitted by `dtrain wait {c['name']}`)")
     if c.get("blocked"):
         err(f"  no attempt {c['attempt'] + 1}: {c['blocked']}")

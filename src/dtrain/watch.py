@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timezone
 
 from .backends.base import JobInfo
+from .chain import attempt_label
 from .errors import JobNotFound
 from .output import PipeSafe, out_json, out_jsonl
 
@@ -46,7 +47,7 @@ def _table(infos, metric: str | None = None, latest: dict | None = None):
     for i in infos:
         st = i.status + (" (timeout)" if i.timed_out else "")
         if i.chain:                          # a retry chain's row: which attempt it is on (docs/retries.md)
-            st += f", attempt {i.chain['attempt']}/{i.chain['retries'] + 1}"
+            st += ", " + attempt_label(i.chain)
         # Every cell is a Text, never a str: rich would read `[rank0]` or `[/mnt/ckpt]` in a log line
         # (or a tag, or a name) as markup. Log text is shown as it is.
         cells = [Text(i.name), Text(st, style=colors.get(i.status, "white")), Text(_duration(i)),
