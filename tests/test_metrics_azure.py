@@ -131,7 +131,8 @@ def test_incremental_reads_under_faults_lose_and_repeat_nothing(emu, tmp_path, m
 
 def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
     env = env_for(emu, tmp_path)
-    emu.script_job_statuses(["Queued"] + ["Running"] * 10 + ["Completed"], 0.4)
+    names = [f"w{i}" for i in range(50)]
+    emu.script_job_statuses(["Queued", "Running"], 0.4)          # running until two polls have seen them (run)
     for i in range(50):
         put_job(emu, f"w{i}")
         emu.log_metric(f"w{i}", "loss", 1.0 + i, step=3)
@@ -139,6 +140,7 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
 
     def run(*extra):
         before = len(emu.requests)
+        emu.end_after_list_polls(names, polls=2)
         r = dtrain("watch", "--tag", "batch=m", "--interval", "0.3", *extra, env=env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         during = emu.requests[before:]
@@ -147,9 +149,8 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
 
     r0, plain, polls0 = run("--no-metrics")
     assert not [q for q in plain if "/mlflow/" in q.path]
-    emu.script_job_statuses(["Queued"] + ["Running"] * 10 + ["Completed"], 0.4)
-    for i in range(50):                                            # the same 50 jobs again, running
-        emu.script_job_statuses(["Running"] * 10 + ["Completed"], 0.4, job=f"w{i}")
+    for n in names:                                                # the same 50 jobs again, running
+        emu.script_job_statuses(["Running"], 0.4, job=n)
     r1, with_metric, polls1 = run("--metric", "loss")
     searches = [q for q in with_metric if q.path.endswith("/runs/search")]
     lookups = [q for q in with_metric if q.path.endswith("/experiments/get-by-name")]
