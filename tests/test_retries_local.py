@@ -94,16 +94,24 @@ def _kill_supervisor_mid_run(home: Path, name: str, at_step: int = 3) -> None:
     os.kill(sup["pid"], signal.SIGKILL)
 
 
-def test_a_killed_supervisor_starts_a_second_attempt_that_resumes_and_completes(job, cli, dtrain_home):
-    spec = job(steps=30, marker="resume")
-    p = _dtrain("submit", spec, "--local", "--retries", "2", "--wait", "--name", "ch")
+def _submit_and_lose_a_node(*args, lose, timeout: float):
+    """`dtrain submit ARGS` in the background; lose() (a killed supervisor) while it follows the job.
+    Returns (exit code, stderr); the submit is never left running."""
+    p = _dtrain("submit", *args)
     try:
-        _kill_supervisor_mid_run(dtrain_home, "ch")
-        out, err = p.communicate(timeout=120)
+        lose()
+        _, err = p.communicate(timeout=timeout)
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 0, err
+    return p.returncode, err
+
+
+def test_a_killed_supervisor_starts_a_second_attempt_that_resumes_and_completes(job, cli, dtrain_home):
+    spec = job(steps=30, marker="resume")
+    rc, err = _submit_and_lose_a_node(spec, "--local", "--retries", "2", "--wait", "--name", "ch", timeout=120,
+                                      lose=lambda: _kill_supervisor_mid_run(dtrain_home, "ch"))
+    assert rc == 0, err
     assert "attempt 2 of 3 submitted: ch-r1" in err
     st = json.loads(cli("status", "ch", "--output", "json").stdout)
     assert st["name"] == "ch" and st["status"] == "Completed"
@@ -140,14 +148,9 @@ def test_a_killed_supervisor_starts_a_second_attempt_that_resumes_and_completes(
 
 def test_without_retries_the_same_kill_exits_5(job, dtrain_home):
     spec = job(steps=30, marker="noretry")
-    p = _dtrain("submit", spec, "--local", "--wait", "--name", "one")
-    try:
-        _kill_supervisor_mid_run(dtrain_home, "one")
-        _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 5, err
+    rc, err = _submit_and_lose_a_node(spec, "--local", "--wait", "--name", "one", timeout=60,
+                                      lose=lambda: _kill_supervisor_mid_run(dtrain_home, "one"))
+    assert rc == 5, err
     assert not (dtrain_home / "jobs" / "one-r1").exists()
     assert no_job_processes(LocalBackend(dtrain_home), "one", marker="retrytest-noretry")
 
@@ -214,17 +217,16 @@ def test_a_shipped_template_resumes_in_its_second_attempt(cli, dtrain_home):
     """The single-node template binds its checkpoints to a ${{name}} datastore path: attempt 2 of a chain
     loads what attempt 1 saved there (the script says `resumed from step N`)."""
     template = Path(__file__).resolve().parents[1] / "job_templates" / "single-node.yml"
-    p = _dtrain("submit", template, "--local", "--retries", "1", "--wait", "--name", "tpl",
-                "--set", "inputs.epochs=40", "--set", "inputs.checkpoint_every=10")
     ckpts = dtrain_home / "datastores" / "workspaceblobstore" / "dtrain" / "tpl" / "checkpoints"
-    try:
+
+    def lose_after_the_first_checkpoint():
         _wait_until(lambda: any(ckpts.glob("ckpt_step*")), timeout=90, what="attempt 1's first checkpoint")
         os.kill(read_state(dtrain_home / "jobs" / "tpl")["supervisor"]["pid"], signal.SIGKILL)
-        out, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err[-3000:]
+
+    rc, err = _submit_and_lose_a_node(template, "--local", "--retries", "1", "--wait", "--name", "tpl",
+                                      "--set", "inputs.epochs=40", "--set", "inputs.checkpoint_every=10",
+                                      timeout=300, lose=lose_after_the_first_checkpoint)
+    assert rc == 0, err[-3000:]
     logs = cli("logs", "tpl-r1").stdout
     m = [ln for ln in logs.splitlines() if "resumed from step" in ln]
     assert m and int(m[0].split("resumed from step ")[1].split()[0]) > 0, logs[-2000:]
