@@ -126,7 +126,6 @@ def attempt_spec(spec, chain: str):
     return dataclasses.replace(spec, data=data)
 
 
-
 def refused_rerun(backend, chain: str, exc: DtrainError) -> DtrainError:
     """The error for `submit --retries` under the name of a chain whose attempt 1 differs from this submit
     (another spec, --retries or --retry-on): the backend's refusal, saying that the chain goes on unchanged.
@@ -141,6 +140,7 @@ def refused_rerun(backend, chain: str, exc: DtrainError) -> DtrainError:
     return UsageError(f"{exc.message}: it is attempt 1 of the retry chain '{chain}' (--retries {p.retries} "
                       f"--retry-on {p.retry_on}), which goes on as it was started",
                       hint=f"`dtrain wait {chain}` follows that chain; a new chain needs a new --name")
+
 
 # --- outcomes and the decision (pure) ------------------------------------------------------------
 
@@ -210,6 +210,7 @@ def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision
 def attempt_label(chain: dict, k: int | None = None) -> str:
     """'attempt 2/3': attempt k (default: the chain's latest) of the most a chain (JobInfo.chain) may make."""
     return f"attempt {chain['attempt'] if k is None else k}/{chain['retries'] + 1}"
+
 
 def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
     """One attempt as `status -o json` lists it. An attempt that was retried and now reads Canceled was

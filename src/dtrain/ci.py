@@ -9,7 +9,6 @@ import os
 import sys
 
 from .backends.base import JobInfo
-from .chain import attempt_label
 
 
 def _gh_escape(text: str) -> str:
@@ -50,6 +49,8 @@ def _md_cell(text) -> str:
 
 def attempts_markdown(infos) -> list[str]:
     """Each retry chain's attempts (chain.py), so that a CI run that needed a retry says why."""
+    from .chain import attempt_label   # here, not at the top: `validate` imports this module for annotations
+
     out: list[str] = []
     for i in infos:
         c = i.chain
@@ -68,6 +69,8 @@ def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = 
     extra = list(dict.fromkeys(h for cols in (columns or {}).values() for h in cols))
     rows = ["| job | status | " + "".join(f"{_md_cell(h)} | " for h in extra) + "nodes x processes | started | ended |",
             "|---|---|" + "---|" * len(extra) + "---|---|---|"]
+    from .chain import attempt_label
+
     for i in infos:
         status = i.status + (" (timed out)" if i.timed_out else "")
         if i.chain:
