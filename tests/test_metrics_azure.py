@@ -143,9 +143,7 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
         emu.end_after_list_polls(names, polls=2)
         r = dtrain("watch", "--tag", "batch=m", "--interval", "0.3", *extra, env=env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
-        during = emu.requests[before:]
-        polls = [q for q in during if q.path.endswith("/jobs") and q.method == "GET" and "$skipToken" not in q.query]
-        return r, during, len(polls)
+        return r, emu.requests[before:], emu.job_list_polls(before)
 
     r0, plain, polls0 = run("--no-metrics")
     assert not [q for q in plain if "/mlflow/" in q.path]

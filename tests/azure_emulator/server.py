@@ -303,6 +303,11 @@ class AzureMLEmulator:
                     state = self._jobs[job]
                     state.script, state.created, state.reads = script, time.time(), 0
 
+    def job_list_polls(self, since: int = 0) -> int:
+        """Job lists asked for since request number ``since``, each counted once (its first page)."""
+        return sum(1 for q in self.requests[since:]
+                   if q.method == "GET" and q.path.endswith("/jobs") and "$skipToken" not in q.query)
+
     def end_after_list_polls(self, jobs: Sequence[str], polls: int = 2, status: str = "Completed",
                              timeout: float = 60.0) -> threading.Thread:
         """Script ``jobs`` to end in ``status`` once ``polls`` more job lists (their first pages) have been
@@ -310,13 +315,9 @@ class AzureMLEmulator:
         costs (a clock-scripted end can come before a slow client's first poll)."""
         start = len(self.requests)
 
-        def first_pages() -> int:
-            return sum(1 for q in self.requests[start:]
-                       if q.method == "GET" and q.path.endswith("/jobs") and "$skipToken" not in q.query)
-
         def run() -> None:
             deadline = time.monotonic() + timeout
-            while first_pages() < polls and time.monotonic() < deadline:
+            while self.job_list_polls(start) < polls and time.monotonic() < deadline:
                 time.sleep(0.02)
             for name in jobs:
                 self.script_job_statuses([status], job=name)
