@@ -110,3 +110,15 @@ def write(tmp_path):
         p.write_text(text)
         return p
     return _write
+
+
+@pytest.fixture
+def fake_backend():
+    """A FakeBackend (tests/fakes.py) registered as the "local" kind for the test: the runner, the follower
+    and the CLI in-process use it as they would the real one."""
+    from fakes import FakeBackend, register
+
+    fake = FakeBackend("local")
+    restore = register(fake)
+    yield fake
+    restore()

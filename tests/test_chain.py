@@ -1,6 +1,7 @@
-"""Retry chains, the pure parts and the chain view over a stand-in backend (chain.py): names, tags, policy,
-the decision after each kind of outcome, back-off, the attempt's spec, and ChainBackend's driving. The real
-backends are exercised end to end in test_retries_local.py and test_retries_azure.py."""
+"""Retry chains, the pure parts and the chain view and the follower's step over a fake backend registered
+the real way (tests/fakes.py): names, tags, policy, the decision after each kind of outcome, back-off, the
+attempt's spec, and driving a chain (decide, then submit) as an explicit step. The real backends are
+exercised end to end in test_retries_local.py and test_retries_azure.py."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,8 @@ import pytest
 
 from dtrain import chain as ch
 from dtrain.backends.base import FailureInfo, JobInfo
-from dtrain.errors import JobNotFound, UsageError
+from dtrain.errors import UsageError
+from dtrain.runner import Runner
 from dtrain.spec.model import JobSpec
 
 POLICY = ch.Policy(2, "infrastructure")
@@ -39,7 +41,10 @@ def test_policy_from_flags_and_tags():
     tags = ch.Policy(2, "failed").tags("c", 3)
     assert tags == {"dtrain.chain": "c", "dtrain.attempt": "3", "dtrain.retries": "2", "dtrain.retry_on": "failed"}
     assert ch.Policy.from_tags(tags) == ch.Policy(2, "failed")
-    assert ch.Policy.from_tags({"dtrain.retries": "x"}).retries == 0
+    # the policy has one home, the tags: a value that does not parse makes the job no chain, not a default one
+    for bad in ({"dtrain.retries": "x"}, {"dtrain.retries": "0"}, {"dtrain.retries": "2", "dtrain.retry_on": "later"},
+                {}):
+        assert ch.Policy.from_tags(bad) is None
 
 
 def test_only_the_first_attempt_of_a_chain_with_retries_is_its_head():
@@ -103,108 +108,77 @@ def test_the_attempts_checkpoint_path_is_the_chains():
     assert spec.data["outputs"]["ckpt"]["path"].endswith("${{name}}/ckpt")   # the original is untouched
 
 
-class FakeBackend:
-    """Jobs by name, for the chain's own logic (the real backends are tested end to end)."""
-    name = "local"
-
-    def __init__(self, *jobs):
-        self.jobs = {j.name: j for j in jobs}
-        self.submitted: list = []
-        self.canceled: list = []
-
-    def status(self, name):
-        if name not in self.jobs:
-            raise JobNotFound(name)
-        return self.jobs[name]
-
-    def plan(self, spec, options):
-        return options
-
-    def submit(self, plan):
-        info = JobInfo(name=plan.name, backend="local", status="Queued", tags=dict(plan.tags))
-        self.jobs[plan.name] = info
-        self.submitted.append(plan.name)
-        return info
-
-    def cancel(self, name):
-        self.canceled.append(name)
-        return self.jobs[name]
-
-    def list(self, **kw):
-        return list(self.jobs.values())
-
-
-class FakeSession:
-    def __init__(self):
-        self.notices: list = []
-
-    def notify(self, notice):
-        self.notices.append(notice.text)
-
-    def submit(self, plan, backend):
-        return backend.submit(plan)
-
-
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
     spec = JobSpec(data={"command": "true"}, base_dir=tmp_path)
-    ch.save_recipe("c", spec, {}, True, POLICY)
+    ch.save_recipe("c", spec, {}, True)
     monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0")
     return spec
 
 
-def test_a_driving_view_submits_the_next_attempt_once(recipe):
-    b = FakeBackend(job("c", "NotResponding"))
-    session = FakeSession()
-    view = ch.ChainBackend(b, session, drive=True)
-    info = view.status("c")
-    assert b.submitted == ["c-r1"] and info.name == "c" and info.status == "Queued"
-    assert b.jobs["c-r1"].tags == POLICY.tags("c", 2)
+def test_the_follower_step_submits_the_next_attempt_once(recipe, fake_backend):
+    fake_backend.add(job("c", "NotResponding"))
+    notices = []
+    r = Runner(notify=lambda n: notices.append(n.text))
+    info = r.advance("c")
+    assert fake_backend.submitted == ["c-r1"] and info.name == "c" and info.status == "Queued"
+    assert fake_backend.jobs["c-r1"].tags == POLICY.tags("c", 2)
+    assert fake_backend.stopped == ["c"]                 # a NotResponding attempt is stopped before the next
     assert [a["name"] for a in info.chain["attempts"]] == ["c", "c-r1"] and info.chain["latest"] == "c-r1"
-    assert view.status("c").status == "Queued" and b.submitted == ["c-r1"]   # the attempt exists: not again
-    assert any("attempt 2 of 3 submitted: c-r1" in n for n in session.notices)
+    assert r.advance("c").status in ("Queued", "Running") and fake_backend.submitted == ["c-r1"]   # not again
+    assert any("attempt 2 of 3 submitted: c-r1" in n for n in notices)
 
 
-def test_a_looking_view_shows_retrying_and_submits_nothing(recipe):
-    b = FakeBackend(job("c", "NotResponding"))
-    info = ch.ChainBackend(b, FakeSession()).status("c")
-    assert info.status == ch.RETRYING and not info.terminal and b.submitted == []
+def test_reading_a_chain_shows_retrying_and_submits_nothing(recipe, fake_backend):
+    fake_backend.add(job("c", "NotResponding"))
+    info = Runner().status("c")
+    assert info.status == ch.RETRYING and not info.terminal and fake_backend.submitted == []
     assert info.chain["next"]["name"] == "c-r1"
+    assert [a["name"] for a in Runner().list()[0].chain["attempts"]] == ["c"] and fake_backend.submitted == []
 
 
-def test_without_a_recipe_a_driver_ends_with_the_last_attempts_outcome(monkeypatch):
+def test_without_a_recipe_the_step_ends_with_the_last_attempts_outcome(monkeypatch, fake_backend):
     monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0")
-    b = FakeBackend(job("c", "NotResponding"))
-    info = ch.ChainBackend(b, FakeSession(), drive=True).status("c")
-    assert info.status == "NotResponding" and info.terminal and b.submitted == []
+    fake_backend.add(job("c", "NotResponding"))
+    info = Runner().advance("c")
+    assert info.status == "NotResponding" and info.terminal and fake_backend.submitted == []
     assert "no recipe" in info.chain["blocked"]
 
 
-def test_cancel_stops_the_latest_attempt_and_list_folds_the_chain(recipe):
-    b = FakeBackend(job("c", "NotResponding"), job("c-r1", "Running", k=2), JobInfo("other", "local", "Running"))
-    view = ch.ChainBackend(b, FakeSession())
-    view.cancel("c")
-    assert b.canceled == ["c-r1"]
-    rows = view.list()
-    assert [r.name for r in rows] == ["c", "other"] and rows[0].chain["latest"] == "c-r1"
-    assert view.status("other").chain is None and "chain" not in view.status("other").to_dict()
+def test_following_a_chain_drives_it_to_its_end(recipe, fake_backend):
+    fake_backend.add(job("c", "Running"), ["NotResponding"])
+    fake_backend.scripts["c-r1"] = ["Queued", "Running", "Completed"]
+    final = Runner().wait("c")
+    assert fake_backend.submitted == ["c-r1"]
+    assert final["c"].status == "Completed" and final["c"].chain["attempt"] == 2
 
 
-def test_cancel_between_attempts_stops_the_chain(recipe):
-    b = FakeBackend(job("c", "NotResponding"))
-    view = ch.ChainBackend(b, FakeSession(), drive=True)
-    ch.ChainBackend(b, FakeSession()).cancel("c")
-    info = view.status("c")
-    assert b.submitted == [] and info.status == "NotResponding" and "dtrain cancel c" in info.chain["blocked"]
+def test_cancel_stops_the_latest_attempt_and_list_folds_the_chain(recipe, fake_backend):
+    for i in (job("c", "NotResponding"), job("c-r1", "Running", k=2), JobInfo("other", "local", "Running")):
+        fake_backend.add(i)
+    r = Runner()
+    r.cancel("c")
+    assert fake_backend.canceled == ["c-r1"]
+    rows = r.list()
+    assert [x.name for x in rows] == ["c", "other"] and rows[0].chain["latest"] == "c-r1"
+    assert r.status("other").chain is None and "chain" not in r.status("other").to_dict()
 
 
-def test_a_ci_summary_shows_the_attempt_a_chain_ended_on_and_why_it_needed_it(recipe):
+def test_cancel_between_attempts_stops_the_chain(recipe, fake_backend):
+    fake_backend.add(job("c", "NotResponding"))
+    Runner().cancel("c")
+    info = Runner().advance("c")
+    assert fake_backend.submitted == [] and info.status == "NotResponding" and "dtrain cancel c" in info.chain["blocked"]
+
+
+def test_a_ci_summary_shows_the_attempt_a_chain_ended_on_and_why_it_needed_it(recipe, fake_backend):
     from dtrain import ci
 
     lost = job("c", "NotResponding")
     lost.failure = FailureInfo(message="node lost")
-    b = FakeBackend(lost, job("c-r1", "Completed", k=2))
-    md = ci.summary_markdown([ch.ChainBackend(b, FakeSession()).status("c")]).splitlines()
+    fake_backend.add(lost)
+    fake_backend.add(job("c-r1", "Completed", k=2))
+    md = ci.summary_markdown([Runner().status("c")]).splitlines()
     assert md[4].startswith("| c | Completed, attempt 2/3 |"), md
     at = md.index("#### attempts of c")
     assert md[at + 4:at + 6] == ["| attempt 1/3 | c | NotResponding | infrastructure | node lost |",

@@ -1,15 +1,15 @@
 """Matrix submission, the library part (dtrain.grid): parsing, the cross product, names, validation of
-every combination before anything is sent, and throttled submission over a fake session (our own
-logic only; real jobs: test_grid_local.py, Azure: test_grid_azure.py)."""
+every combination before anything is sent, and throttled submission over a fake backend registered the real way (our
+own logic only; real jobs: test_grid_local.py, Azure: test_grid_azure.py)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from dtrain import grid
-from dtrain.backends.base import JobInfo
+from dtrain import follow, grid
 from dtrain.errors import BackendError, SpecError, UsageError
+from dtrain.runner import Runner
 from dtrain.spec.schema import JOB_NAME_PATTERN
 
 SPEC = """\
@@ -117,110 +117,56 @@ def test_local_default_parallelism_fits_the_processes_on_the_cpus(write):
 
 # --- throttled submission, over a fake session (our own logic) --------------------------------------
 
-class FakePlan:
-    backend = "fake"
-
-    def __init__(self, name):
-        self.name = name
-
-    def to_dict(self):
-        return {"name": self.name}
-
-
-class FakeBackend:
-    """Jobs run for `polls` status reads; `fail` names end Failed; `flaky` names raise BackendError that
-    many times on submit first."""
-    name = "fake"
-    poll_cap_s = 0.0
-
-    def __init__(self, polls=2, fail=(), flaky=None):
-        self.polls, self.fail, self.flaky = polls, set(fail), dict(flaky or {})
-        self.reads: dict = {}
-        self.started: list = []
-        self.max_active = 0
-
-    def active(self):
-        return sum(1 for n in self.started if self.reads.get(n, 0) < self.polls)
-
-    def _info(self, name):
-        done = self.reads[name] >= self.polls
-        status = ("Failed" if name in self.fail else "Completed") if done else "Running"
-        return JobInfo(name=name, backend="fake", status=status)
-
-    def status(self, name):
-        self.reads[name] += 1
-        return self._info(name)
-
-    def list(self, names=None, **_):
-        return [self.status(n) for n in names]
-
-
-class FakeSession:
-    def __init__(self, backend):
-        self.b = backend
-        self.submits: list = []
-
-    def backend(self, kind, workspace=None):
-        return self.b
-
-    def plan(self, spec, options, *, local):
-        return FakePlan(options.name)
-
-    def submit(self, plan):
-        self.submits.append(plan.name)
-        if self.b.flaky.get(plan.name):
-            self.b.flaky[plan.name] -= 1
-            raise BackendError("Azure ML failed to submit (HTTP 429): throttled")
-        if plan.name not in self.b.started:
-            self.b.started.append(plan.name)
-            self.b.reads[plan.name] = 0
-        self.b.max_active = max(self.b.max_active, self.b.active())
-        return self.b._info(plan.name)
-
-
 def small_grid(write, n=4):
     return grid.build_grid(str(write("job.yml", SPEC)), [], [f"inputs.lr={','.join(str(i) for i in range(n))}"],
                            name="g")
 
 
-def test_at_most_k_jobs_in_flight_and_every_one_followed_to_the_end(write):
-    g, be = small_grid(write, 5), FakeBackend(polls=2, fail={"x"})
-    s = FakeSession(be)
-    events = list(grid.run_grid(s, g, local=True, max_parallel=2, wait=True, sleep=lambda _: None))
-    assert be.max_active == 2
-    assert s.submits == [m.name for m in g.members]           # each once, in the grid's order
+def run(g, *, max_parallel, wait, sleep=lambda _: None):
+    return list(Runner().run_grid(g, local=True, max_parallel=max_parallel, wait=wait, sleep=sleep))
+
+
+def test_at_most_k_jobs_in_flight_and_every_one_followed_to_the_end(write, fake_backend):
+    g = small_grid(write, 5)
+    fake_backend.script = ["Queued", "Running", "Running", "Completed"]
+    fake_backend.scripts[g.members[2].name] = ["Queued", "Running", "Failed"]
+    events = run(g, max_parallel=2, wait=True)
+    assert fake_backend.max_active == 2
+    assert fake_backend.submitted == [m.name for m in g.members]           # each once, in the grid's order
     end = events[-1]
-    assert isinstance(end, grid.Ended) and set(end.infos) == set(s.submits)
-    assert all(i.status == "Completed" for i in end.infos.values())
-    assert [type(e) for e in events].count(grid.Submitted) == 5
+    assert isinstance(end, follow.Ended) and set(end.infos) == set(fake_backend.submitted)
+    assert [end.infos[m.name].status for m in g.members] == ["Completed", "Completed", "Failed", "Completed",
+                                                              "Completed"]
+    assert [type(e) for e in events].count(follow.Submitted) == 5
+    assert all(fake_backend.jobs[m.name].tags == g.tags(m) for m in g.members)
 
 
-def test_without_wait_it_returns_once_the_last_job_is_submitted(write):
-    g, be = small_grid(write, 3), FakeBackend(polls=3)
-    s = FakeSession(be)
-    events = list(grid.run_grid(s, g, local=True, max_parallel=1, wait=False, sleep=lambda _: None))
-    assert s.submits == [m.name for m in g.members]
-    assert events[-1].infos[g.members[-1].name].status == "Running"   # not waited for
-    assert be.reads[g.members[0].name] == 3                         # the first had to end for the second
+def test_without_wait_it_returns_once_the_last_job_is_submitted(write, fake_backend):
+    g = small_grid(write, 3)
+    fake_backend.script = ["Queued", "Running", "Running", "Completed"]
+    events = run(g, max_parallel=1, wait=False)
+    assert fake_backend.submitted == [m.name for m in g.members]
+    assert not events[-1].infos[g.members[-1].name].terminal          # not waited for
+    assert fake_backend.jobs[g.members[0].name].terminal              # the first had to end for the second
 
 
-def test_a_failed_submit_is_asked_again_under_the_same_name(write):
+def test_a_failed_submit_is_asked_again_under_the_same_name(write, fake_backend):
     g = small_grid(write, 2)
     first = g.members[0].name
-    be = FakeBackend(polls=1, flaky={first: 2})
-    s, slept = FakeSession(be), []
-    events = list(grid.run_grid(s, g, local=False, max_parallel=None, wait=True, sleep=slept.append))
-    assert s.submits == [first, first, first, g.members[1].name]
-    retries = [e for e in events if isinstance(e, grid.Retrying)]
+    fake_backend.fail_submits[first] = 2
+    slept = []
+    events = run(g, max_parallel=None, wait=True, sleep=slept.append)
+    assert fake_backend.submit_calls == [first, first, first, g.members[1].name]
+    retries = [e for e in events if isinstance(e, follow.Retrying)]
     assert [r.delay_s for r in retries] == [2.0, 4.0] and slept[:2] == [2.0, 4.0]
-    assert be.started == [first, g.members[1].name]
+    assert fake_backend.submitted == [first, g.members[1].name]
 
 
-def test_a_submit_that_keeps_failing_says_how_to_resume(write):
+def test_a_submit_that_keeps_failing_says_how_to_resume(write, fake_backend):
     g = small_grid(write, 2)
-    be = FakeBackend(flaky={g.members[1].name: 99})
+    fake_backend.fail_submits[g.members[1].name] = 99
     with pytest.raises(BackendError, match="after 6 tries") as exc:
-        list(grid.run_grid(FakeSession(be), g, local=False, max_parallel=None, wait=True, sleep=lambda _: None))
+        run(g, max_parallel=None, wait=True)
     assert "--name g" in exc.value.hint
 
 

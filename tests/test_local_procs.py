@@ -12,7 +12,8 @@ import pytest
 
 from dtrain.backends.local import procs
 from dtrain.backends.local.store import read_state
-from dtrain.exitcodes import TERMINAL_STATUSES, ExitCode
+from dtrain.exitcodes import ExitCode
+from dtrain.status import TERMINAL as TERMINAL_STATUSES
 from test_local_plan import dist_body
 from test_local_run import _stop_leftover_jobs, cmdline_pids, no_job_processes, submit, wait_for  # noqa: F401
 

@@ -14,9 +14,13 @@ spec, so submitting attempt k twice (two followers, or a re-run after a CI runne
 Attempts resume from one checkpoint folder: an output path with `${{name}}` in it is written with the
 chain's name instead (attempt_spec), so every attempt reads and writes the same datastore folder.
 
-ChainBackend shows a chain as one job named after the chain (status, logs, wait, watch, list, cancel),
-following its latest attempt; with `drive` it also submits the next attempt when one is due. It prints
-nothing: what it has to say goes to the session's notify callable as Notices.
+The policy has one home, the jobs' tags (a tag that does not parse makes the job no chain). The recipe
+($DTRAIN_HOME/chains/NAME.json) holds only what tags cannot: the spec and the --input paths.
+
+ChainView shows a chain as one job named after the chain (status, logs, wait, watch, list, cancel),
+following its latest attempt; reading never submits anything. ChainView.advance is the explicit step a
+follower (follow.py) takes for a chain between attempts: decide, then submit the next attempt when it is
+due. It prints nothing: what it has to say goes to a notify callable as Notices.
 """
 from __future__ import annotations
 
@@ -33,17 +37,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from .backends.base import JobInfo, LogLine, Notice, SubmitOptions
+from .backends.base import Backend, JobInfo, LogLine, Notice, SubmitOptions
+from .backends.names import MAX_NAME
 from .errors import DtrainError, JobNotFound, UsageError
-from .exitcodes import ExitCode, exit_code_for_status
+from .status import JobStatus, exit_code
 
 CHAIN_TAG = "dtrain.chain"
 ATTEMPT_TAG = "dtrain.attempt"
 RETRIES_TAG = "dtrain.retries"
 RETRY_ON_TAG = "dtrain.retry_on"
 RETRY_ON = ("infrastructure", "failed")
-RETRYING = "Retrying"            # the chain's status between an attempt's end and the next attempt's submit
-MAX_NAME = 255                   # Azure ML's (and the spec schema's) job name limit
+RETRYING = JobStatus.RETRYING   # the chain's status between an attempt's end and the next attempt's submit
 BACKOFF_VAR = "DTRAIN_RETRY_BACKOFF_S"
 BACKOFF_DEFAULT_S = 30.0
 BACKOFF_CAP_S = 600.0
@@ -77,13 +81,15 @@ class Policy:
         return {CHAIN_TAG: chain, ATTEMPT_TAG: str(k), RETRIES_TAG: str(self.retries), RETRY_ON_TAG: self.retry_on}
 
     @classmethod
-    def from_tags(cls, tags: dict) -> "Policy":
+    def from_tags(cls, tags: dict) -> "Policy | None":
+        """The policy a chain's jobs carry, or None where the tags hold none or one that does not parse
+        (such a job is no chain: it is shown and followed as the job it is)."""
         try:
-            retries = max(0, int(str(tags.get(RETRIES_TAG, "0"))))
+            retries = int(str(tags.get(RETRIES_TAG)))
         except ValueError:
-            retries = 0
+            return None
         on = str(tags.get(RETRY_ON_TAG) or "infrastructure")
-        return cls(retries, on if on in RETRY_ON else "infrastructure")
+        return cls(retries, on) if retries > 0 and on in RETRY_ON else None
 
 
 def check_policy(retries: int | None, retry_on: str | None) -> Policy | None:
@@ -104,7 +110,7 @@ def check_policy(retries: int | None, retry_on: str | None) -> Policy | None:
 def is_chain_head(info: JobInfo) -> bool:
     """The first attempt of a chain (its name is the chain's): the job a chain is shown through."""
     tags = info.tags or {}
-    return tags.get(CHAIN_TAG) == info.name and str(tags.get(ATTEMPT_TAG)) == "1" and Policy.from_tags(tags).retries > 0
+    return tags.get(CHAIN_TAG) == info.name and str(tags.get(ATTEMPT_TAG)) == "1" and Policy.from_tags(tags) is not None
 
 
 def belongs(info: JobInfo, chain: str, k: int) -> bool:
@@ -137,6 +143,7 @@ def refused_rerun(backend, chain: str, exc: DtrainError) -> DtrainError:
     if not is_chain_head(head):
         return exc
     p = Policy.from_tags(head.tags)
+    assert p is not None                     # is_chain_head
     return UsageError(f"{exc.message}: it is attempt 1 of the retry chain '{chain}' (--retries {p.retries} "
                       f"--retry-on {p.retry_on}), which goes on as it was started",
                       hint=f"`dtrain wait {chain}` follows that chain; a new chain needs a new --name")
@@ -150,10 +157,6 @@ def outcome(info: JobInfo) -> str:
         return "timeout"
     return {"Completed": "completed", "Failed": "failed", "Canceled": "canceled", "NotResponding": "infrastructure",
             "Paused": "paused"}.get(info.status, "lost")
-
-
-def exit_code(info: JobInfo) -> ExitCode:
-    return ExitCode.TIMEOUT if info.timed_out else exit_code_for_status(info.status)
 
 
 def reason(info: JobInfo) -> str | None:
@@ -233,13 +236,12 @@ def _recipes() -> Path:
     return dtrain_home() / "chains"
 
 
-def save_recipe(chain: str, spec, input_paths: dict, local: bool, policy: Policy) -> None:
+def save_recipe(chain: str, spec, input_paths: dict, local: bool) -> None:
     """$DTRAIN_HOME/chains/<chain>.json: the validated spec (after --set), so that `dtrain wait CHAIN` in any
     terminal of this machine can submit the next attempt. Written atomically; no secret (the spec is a file
     here already). Another machine follows the chain through the jobs' tags, and re-running the same
     `submit --retries` there drives it."""
-    doc = {"chain": chain, "local": local, "retries": policy.retries, "retry_on": policy.retry_on,
-           "input_paths": dict(input_paths or {}),
+    doc = {"chain": chain, "local": local, "input_paths": dict(input_paths or {}),
            "spec": {"data": spec.data, "base_dir": str(spec.base_dir),
                     "source": str(spec.source.resolve()) if spec.source is not None else None}}
     path = _recipes() / f"{chain}.json"
@@ -300,67 +302,76 @@ def attempt_plan(backend, spec, chain: str, k: int, policy: Policy, *, input_pat
 
 # --- a chain seen as one job ---------------------------------------------------------------------
 
-class ChainBackend:
-    """Wraps a backend: a chain's name shows the chain (latest attempt, every attempt listed); any other
-    name passes through unchanged, at no extra cost. With drive=True, reading a chain's status also submits
-    its next attempt once it is due (wait and submit --wait drive; status, logs, list and watch only look)."""
+class ChainView(Backend):
+    """A backend seen through retry chains: a chain's name shows the chain (latest attempt, every attempt
+    listed); any other name passes through unchanged, at no extra cost. Reading never submits: advance()
+    is the step that does, taken by a follower."""
 
-    def __init__(self, inner, session, *, drive: bool = False):
+    def __init__(self, inner: Backend, notify=None):
         self.inner = inner
-        self.session = session
-        self.drive = drive
+        self.notify = notify
         self.name = inner.name
-        self.poll_cap_s = getattr(inner, "poll_cap_s", 5.0)
+        self.poll_cap_s = inner.poll_cap_s
         self._lock = threading.Lock()
         self._told: set = set()
-
-    def __getattr__(self, attr):             # anything else a backend has (workspace(), ...)
-        return getattr(self.inner, attr)
 
     # --- the view ----------------------------------------------------------------------------
     def _tell(self, key, text: str) -> None:
         if key in self._told:
             return
         self._told.add(key)
-        notify = getattr(self.session, "notify", None)
-        if notify is not None:
-            notify(Notice(text))
+        if self.notify is not None:
+            self.notify(Notice(text))
 
-    def attempts(self, head: JobInfo) -> list:
+    def attempts(self, head: JobInfo, policy: Policy) -> list:
         """Every attempt that exists, in order: NAME, NAME-r1, ... while each exists and carries the chain's tags."""
-        chain, policy = head.name, Policy.from_tags(head.tags)
         found = [head]
         for k in range(2, policy.retries + 2):
             try:
-                info = self.inner.status(attempt_name(chain, k))
+                info = self.inner.status(attempt_name(head.name, k))
             except JobNotFound:
                 break
-            if not belongs(info, chain, k):
+            if not belongs(info, head.name, k):
                 break
             found.append(info)
         return found
 
+    def _state(self, head: JobInfo):
+        """(policy, attempts, decision, blocked) of the chain `head` is attempt 1 of."""
+        policy = Policy.from_tags(head.tags)
+        assert policy is not None            # callers check is_chain_head
+        attempts = self.attempts(head, policy)
+        d = decide(attempts, policy)
+        blocked = None
+        if d.action == "retry" and recipe_stopped(head.name):
+            d, blocked = Decision("done"), f"stopped by `dtrain cancel {head.name}` before attempt {d.next_attempt}"
+        return policy, attempts, d, blocked
+
     def view(self, head: JobInfo) -> JobInfo:
         if not is_chain_head(head):
             return head
-        with self._lock:
-            attempts = self.attempts(head)
-            policy = Policy.from_tags(head.tags)
-            d = decide(attempts, policy)
-            blocked = None
-            if d.action == "retry" and recipe_stopped(head.name):
-                d, blocked = Decision("done"), f"stopped by `dtrain cancel {head.name}` before attempt {d.next_attempt}"
-            if d.action == "retry" and self.drive:
-                attempts, d, blocked = self._drive(head.name, attempts, policy, d)
-            return self._chain_info(head.name, attempts, policy, d, blocked)
+        return _chain_info(head.name, *self._state(head))
 
-    def _drive(self, chain: str, attempts: list, policy: Policy, d: Decision):
+    def advance(self, name: str, submit) -> JobInfo:
+        """The follower's step for a chain: decide from its attempts and, when the next attempt is due,
+        submit it with submit(plan, backend) (the runner's, which records where it went). Returns the
+        chain as it is after that step; a name that is no chain is its status."""
+        with self._lock:
+            head = self.inner.status(name)
+            if not is_chain_head(head):
+                return head
+            policy, attempts, d, blocked = self._state(head)
+            if d.action == "retry":
+                attempts, d, blocked = self._next_attempt(name, attempts, policy, d, submit)
+            return _chain_info(name, policy, attempts, d, blocked)
+
+    def _next_attempt(self, chain: str, attempts: list, policy: Policy, d: Decision, submit):
         last = attempts[-1]
+        ended = f"{chain}: attempt {len(attempts)} ({last.name}) ended {last.status}" + (
+            f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
         wait = (d.due_at or 0) - time.time()
         if wait > 0:
-            self._tell(("wait", d.next_attempt), f"{chain}: attempt {len(attempts)} ({last.name}) ended {last.status}"
-                       + (f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
-                       + f"; attempt {d.next_attempt} of {policy.retries + 1} in {wait:.0f} s")
+            self._tell(("wait", d.next_attempt), f"{ended}; attempt {d.next_attempt} of {policy.retries + 1} in {wait:.0f} s")
             return attempts, d, None
         recipe = load_recipe(chain)
         if recipe is None:
@@ -369,42 +380,25 @@ class ChainBackend:
             self._tell(("blocked", d.next_attempt), f"{chain}: attempt {d.next_attempt} is due, but {why}")
             return attempts, Decision("done"), why
         spec, input_paths = recipe
-        stop = getattr(self.inner, "stop", None)
-        if stop is not None and last.status == "NotResponding":
+        if last.status == JobStatus.NOT_RESPONDING:
             # Azure's REST spec: a NotResponding run can go back to any earlier status. Stop it before the next
-            # attempt, so that two attempts never write the same checkpoint folder. (A local one is over: its
-            # watchdog has stopped every process.)
+            # attempt, so that two attempts never write the same checkpoint folder (a local one is over already).
             with contextlib.suppress(DtrainError):
-                stop(last.name)
+                self.inner.stop(last.name)
         k = d.next_attempt or len(attempts) + 1
-        plan = attempt_plan(self.inner, spec, chain, k, policy, input_paths=input_paths)
-        info = self.session.submit(plan, self.inner)
-        self._tell(("submitted", d.next_attempt), f"{chain}: attempt {len(attempts)} ({last.name}) ended "
-                   f"{last.status}" + (f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
-                   + f"; attempt {d.next_attempt} of {policy.retries + 1} submitted: {info.name}")
+        info = submit(attempt_plan(self.inner, spec, chain, k, policy, input_paths=input_paths), self.inner)
+        self._tell(("submitted", d.next_attempt),
+                   f"{ended}; attempt {d.next_attempt} of {policy.retries + 1} submitted: {info.name}")
         attempts = attempts + [info]
         return attempts, decide(attempts, policy), None
-
-    def _chain_info(self, chain: str, attempts: list, policy: Policy, d: Decision, blocked: str | None) -> JobInfo:
-        last = attempts[-1]
-        info = dataclasses.replace(last, name=chain, tags=dict(attempts[0].tags))
-        if d.action == "retry":
-            info.status, info.failure, info.timed_out, info.ended = RETRYING, None, False, None
-        records = [attempt_record(a, i + 1, i + 1 < len(attempts)) for i, a in enumerate(attempts)]
-        info.chain = {"name": chain, "retries": policy.retries, "retry_on": policy.retry_on, "attempt": len(attempts),
-                      "latest": last.name, "attempts": records,
-                      "next": ({"attempt": d.next_attempt, "name": attempt_name(chain, d.next_attempt or 0),
-                                "due_at": datetime.fromtimestamp(d.due_at or time.time()).astimezone().isoformat(
-                                    timespec="seconds")} if d.action == "retry" else None),
-                      "blocked": blocked}
-        return info
 
     def latest(self, name: str) -> str:
         """The name of the job `name` stands for now: the latest attempt of a chain, else `name`."""
         head = self.inner.status(name)
-        if not is_chain_head(head):
+        policy = Policy.from_tags(head.tags)
+        if not is_chain_head(head) or policy is None:
             return name
-        return self.attempts(head)[-1].name
+        return self.attempts(head, policy)[-1].name
 
     # --- the Backend protocol ------------------------------------------------------------------
     def plan(self, spec, options):
@@ -419,19 +413,25 @@ class ChainBackend:
     def knows(self, name: str) -> bool:
         return self.inner.knows(name)
 
+    def stop(self, name: str) -> None:
+        self.inner.stop(name)
+
+    def where(self) -> dict | None:
+        return self.inner.where()
+
     def cancel(self, name: str) -> JobInfo:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
         head = self.inner.status(name)
-        if is_chain_head(head):
-            latest = self.attempts(head)[-1]
-            if latest.terminal:               # between attempts: nothing runs; no next attempt from here on
-                if not stop_recipe(name):
-                    raise UsageError(f"chain {name} is between attempts, and this machine has no recipe for it",
-                                     hint="stop the `dtrain wait` / `submit --wait` that follows it, where it runs")
-            else:
-                self.inner.cancel(latest.name)
-        else:
+        policy = Policy.from_tags(head.tags)
+        if not is_chain_head(head) or policy is None:
             self.inner.cancel(name)
+            return self.status(name)
+        latest = self.attempts(head, policy)[-1]
+        if not latest.terminal:
+            self.inner.cancel(latest.name)
+        elif not stop_recipe(name):           # between attempts: nothing runs; no next attempt from here on
+            raise UsageError(f"chain {name} is between attempts, and this machine has no recipe for it",
+                             hint="stop the `dtrain wait` / `submit --wait` that follows it, where it runs")
         return self.status(name)
 
     def list(self, *, experiment=None, tags=None, limit=None, names=None) -> list:
@@ -452,7 +452,7 @@ class ChainBackend:
         if not is_chain_head(head):
             return self.inner.logs(name, follow=follow, rank=rank)
         if not follow:
-            return self.inner.logs(self.attempts(head)[-1].name, follow=False, rank=rank)
+            return self.inner.logs(self.latest(name), follow=False, rank=rank)
         return self._follow_logs(name, rank)
 
     def _follow_logs(self, name: str, rank):
@@ -481,7 +481,7 @@ class ChainBackend:
         alias = {}
         actual = []
         for j in jobs:
-            latest = (j.chain or {}).get("latest") if getattr(j, "chain", None) else None
+            latest = (j.chain or {}).get("latest")
             if latest:
                 alias[latest] = j.name
                 actual.append(dataclasses.replace(j, name=latest))
@@ -489,3 +489,20 @@ class ChainBackend:
                 actual.append(j)
         got = self.inner.latest_metrics(actual)
         return {alias.get(k, k): v for k, v in got.items()}
+
+
+def _chain_info(chain: str, policy: Policy, attempts: list, d: Decision, blocked: str | None) -> JobInfo:
+    """The chain as one job: its latest attempt under the chain's name, Retrying between attempts, with
+    every attempt and what comes next (JobInfo.chain)."""
+    last = attempts[-1]
+    info = dataclasses.replace(last, name=chain, tags=dict(attempts[0].tags))
+    if d.action == "retry":
+        info.status, info.failure, info.timed_out, info.ended = RETRYING, None, False, None
+    records = [attempt_record(a, i + 1, i + 1 < len(attempts)) for i, a in enumerate(attempts)]
+    info.chain = {"name": chain, "retries": policy.retries, "retry_on": policy.retry_on, "attempt": len(attempts),
+                  "latest": last.name, "attempts": records,
+                  "next": ({"attempt": d.next_attempt, "name": attempt_name(chain, d.next_attempt or 0),
+                            "due_at": datetime.fromtimestamp(d.due_at or time.time()).astimezone().isoformat(
+                                timespec="seconds")} if d.action == "retry" else None),
+                  "blocked": blocked}
+    return info

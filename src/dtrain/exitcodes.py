@@ -17,25 +17,6 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130   # Ctrl-C while waiting; the job keeps running
 
 
-# Azure ML job statuses (JobStatus in the REST spec) that end a job, and what they exit with.
-TERMINAL_STATUS_EXIT = {
-    "Completed": ExitCode.OK,
-    "Failed": ExitCode.JOB_FAILED,
-    "Canceled": ExitCode.CANCELED,
-    "NotResponding": ExitCode.INFRA,
-    "Paused": ExitCode.INFRA,
-    # dtrain's own, local jobs only: the job's state file cannot be read or makes no sense
-    "Unreadable": ExitCode.LOST,
-}
-
-TERMINAL_STATUSES = frozenset(TERMINAL_STATUS_EXIT)
-
-
-def exit_code_for_status(status: str) -> ExitCode:
-    """Exit code for a terminal job status; a status we do not know is treated as lost track."""
-    return TERMINAL_STATUS_EXIT.get(status, ExitCode.LOST)
-
-
 HELP_TEXT = """Exit codes: 0 success/Completed, 1 job Failed, 2 invalid input (nothing submitted),
 3 Canceled, 4 timed out, 5 infrastructure (NotResponding, Paused, lost nodes),
 6 authentication/workspace/configuration, 7 lost track of a job,

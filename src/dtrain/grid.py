@@ -1,8 +1,8 @@
 """Many jobs from one spec: `dtrain submit SPEC --matrix PATH=V1,V2 ...` (and `dtrain scale`).
 
 A grid is a value: the cross product of the --matrix values, each combination applied to the spec like
-`--set`, validated and named before anything is sent (build_grid). run_grid then submits the members
-with at most K in flight and follows them, as a stream of events the CLI prints; it prints nothing.
+`--set`, validated and named before anything is sent (build_grid). The runner then submits the members
+with at most K in flight and follows them (follow.py), as a stream of events the CLI prints.
 
 Names are derived from the group name and the combination alone (member_name), so running the same
 command again asks each backend for the same names, and both backends follow a job that already exists
@@ -15,19 +15,15 @@ import itertools
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Union
 
-from .backends.backoff import Backoff
-from .backends.base import JobInfo, SubmitOptions
-from .errors import BackendError, SpecError, UsageError
+from .backends.names import MAX_NAME
+from .errors import SpecError, UsageError
 from .spec.diagnostics import Diagnostic
 from .spec.model import JobSpec
 
 GROUP_TAG = "dtrain.group"
 MATRIX_TAG = "dtrain.matrix."        # + the --matrix path, e.g. dtrain.matrix.inputs.lr
-MAX_NAME = 255                       # Azure ML's (and the spec schema's) job name limit
 _SLUG_MAX = 40                       # the readable part of a member name, before its hash
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -118,37 +114,42 @@ def generated_group() -> str:
 def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
     """Every combination loaded and validated, and named. One invalid combination: a SpecError (exit 2)
     carrying the problems of every combination, each labelled with its values; nothing was submitted."""
-    from .spec.validate import load_spec
     axes = parse_matrix(matrix)
     if not axes:
         raise UsageError("no --matrix given", hint="write --matrix PATH=V1,V2")
     combos = combinations(axes)
     members, problems, warnings = [], [], []
-    spec_name = None
     for combo in combos:
-        own = [f"{p}={v}" for p, v in combo.items()]
-        label = ", ".join(own)
-        try:
-            spec, diags = load_spec(spec_path, list(sets or []) + own)
-        except SpecError as exc:
-            problems += [_labelled(d, label) for d in exc.diagnostics]
-            continue
-        except UsageError as exc:
-            if "no such file" in exc.message or "cannot read" in exc.message or "is a folder" in exc.message:
-                raise                           # the spec itself, not a combination: say it once
-            problems.append(Diagnostic("error", f"[{label}] {exc.message}", hint=exc.hint, code="bad-matrix-value"))
-            continue
-        spec_name = spec_name or spec.name
-        warnings += [(d, label) for d in diags if d.severity != "note"]
-        members.append(Member("", combo, spec, list(sets or []) + own))
+        member, diags, bad = _member(spec_path, list(sets or []), combo)
+        problems += bad
+        if member is not None:
+            members.append(member)
+            warnings += diags
     if problems:
         n = len(combos) - len(members)
         raise SpecError(problems, message=f"{n} of {len(combos)} combinations invalid "
                                           f"({sum(1 for d in problems if d.severity == 'error')} errors)")
-    group = name or spec_name or generated_group()
+    group = name or next((m.spec.name for m in members if m.spec.name), None) or generated_group()
     for m in members:
         m.name = member_name(group, m.combination)
     return Grid(group=group, axes=axes, members=members, warnings=_shared_once(warnings, len(combos)))
+
+
+def _member(spec_path: str, sets: list, combo: dict):
+    """(Member or None, its warnings labelled, its problems labelled) for one combination."""
+    from .spec.validate import load_spec
+
+    own = [f"{p}={v}" for p, v in combo.items()]
+    label = ", ".join(own)
+    try:
+        spec, diags = load_spec(spec_path, sets + own)
+    except SpecError as exc:
+        return None, [], [_labelled(d, label) for d in exc.diagnostics]
+    except UsageError as exc:
+        if "no such file" in exc.message or "cannot read" in exc.message or "is a folder" in exc.message:
+            raise                           # the spec itself, not a combination: say it once
+        return None, [], [Diagnostic("error", f"[{label}] {exc.message}", hint=exc.hint, code="bad-matrix-value")]
+    return Member("", combo, spec, sets + own), [(d, label) for d in diags if d.severity != "note"], []
 
 
 def _shared_once(warnings: list, n: int) -> list[Diagnostic]:
@@ -174,6 +175,15 @@ def _labelled(d: Diagnostic, label: str) -> Diagnostic:
     return replace(d, message=f"[{label}] {d.message}")
 
 
+def where(grid: Grid, local: bool) -> bool:
+    """Whether the grid runs here (True) or on Azure ML; a grid that would do both is a usage error."""
+    kinds = {local or m.spec.is_local_compute for m in grid.members}
+    if len(kinds) > 1:
+        raise UsageError("--matrix makes some jobs local (compute: local) and others Azure ML jobs",
+                         hint="run the local and the Azure combinations as two commands")
+    return kinds.pop()
+
+
 def default_max_parallel(grid: Grid, local: bool, cpus: int | None = None) -> int | None:
     """Local: as many jobs at once as the machine has a CPU for each of their processes (at least one
     job); Azure: no limit (None), the cluster's own queue decides."""
@@ -184,107 +194,18 @@ def default_max_parallel(grid: Grid, local: bool, cpus: int | None = None) -> in
     return max(1, cpus // max(1, per_job))
 
 
-# --- submitting and following --------------------------------------------------------------------
+# --- what to submit -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Submitted:
-    member: Member
-    info: JobInfo
+def pending(runner, grid: Grid, *, local: bool, input_paths: dict | None = None) -> list:
+    """Every member planned (a plan error submits nothing), each tagged with its group and values, ready for
+    the follower to submit as room allows (follow.Pending)."""
+    from .backends.base import SubmitOptions
+    from .follow import Pending
 
-
-@dataclass(frozen=True)
-class Retrying:
-    """A submit failed on the service's side (throttling past the SDK's own retries, 5xx): waiting and
-    asking again under the same name, which never starts a job twice."""
-    member: Member
-    delay_s: float
-    reason: str
-
-
-@dataclass(frozen=True)
-class StatusChanged:
-    info: JobInfo
-
-
-@dataclass(frozen=True)
-class Polled:
-    """One poll of the jobs in flight is done: name -> JobInfo of every member seen so far."""
-    infos: dict
-
-
-@dataclass(frozen=True)
-class Ended:
-    """With wait: every member is terminal (name -> final JobInfo); without: every member is submitted."""
-    infos: dict
-
-
-Event = Union[Submitted, Retrying, StatusChanged, Polled, Ended]
-SUBMIT_TRIES = 6
-
-
-def run_grid(session, grid: Grid, *, local: bool, max_parallel: int | None, wait: bool,
-             input_paths: dict | None = None, timeout: float | None = None, poll_first: float = 0.2,
-             sleep: Callable[[float], None] = time.sleep) -> Iterator[Event]:
-    """Submit every member with at most `max_parallel` (None: all) not yet ended, and with `wait` follow
-    them to the end. Plans are built for every member before the first submit (a plan error submits
-    nothing). Without wait it returns once the last member is submitted. follow.WaitTimeout (with the
-    jobs seen so far) when `timeout` seconds pass first."""
-    from . import follow
-
-    deadline = time.monotonic() + timeout if timeout else None
-
-    plans = []
+    hint = (f"the jobs already submitted keep running; the same command with --name {grid.group} follows "
+            "them and submits the rest")
+    jobs = []
     for m in grid.members:
         opts = SubmitOptions(name=m.name, tags=grid.tags(m), input_paths=dict(input_paths or {}))
-        plans.append((m, session.plan(m.spec, opts, local=local)))
-    limit = max_parallel or len(plans)
-    pending = list(plans)
-    infos: dict = {}
-    backends: dict = {}
-    cap = min([getattr(session.backend(p.backend), "poll_cap_s", 5.0) for _, p in plans] + [5.0])
-    poll = Backoff(poll_first, cap=cap)
-    while True:
-        active = [n for n, i in infos.items() if not i.terminal]
-        progressed = False
-        while pending and len(active) < limit:
-            member, plan = pending.pop(0)
-            info = yield from _submit_one(session, grid, member, plan, sleep)
-            infos[member.name] = info
-            backends[member.name] = session.backend(plan.backend)
-            progressed = True
-            yield Submitted(member, info)
-            if not info.terminal:
-                active.append(member.name)
-        if (not pending and not wait) or (not active and not pending):
-            yield Ended(dict(infos))
-            return
-        if deadline is not None and time.monotonic() >= deadline:
-            raise follow.WaitTimeout(dict(infos))
-        delay = poll.next(progressed)
-        sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
-        for name, info in follow._snapshot(backends, active).items():
-            changed = info.status != infos[name].status
-            infos[name] = info
-            if changed:
-                poll.reset()
-                yield StatusChanged(info)
-        yield Polled(dict(infos))
-
-
-def _submit_one(session, grid: Grid, member: Member, plan, sleep):
-    """Submit, asking again after a back-off while the service fails or throttles past the SDK's own
-    retries (BackendError, exit 5); yields a Retrying per wait and returns the JobInfo. The name is fixed
-    and each try first looks the job up, so a job is never started twice."""
-    backoff = Backoff(2.0, cap=30.0, factor=2.0)
-    for attempt in range(SUBMIT_TRIES):
-        try:
-            return session.submit(plan)
-        except BackendError as exc:
-            if attempt + 1 == SUBMIT_TRIES:
-                raise BackendError(f"{exc.message} (job {member.name}, after {SUBMIT_TRIES} tries)",
-                                   hint="the jobs already submitted keep running; the same command with "
-                                        f"--name {grid.group} follows them and submits the rest") from exc
-            yield Retrying(member, backoff.delay, exc.message)
-            sleep(backoff.delay)
-            backoff.next(False)
-    raise AssertionError("unreachable")  # pragma: no cover
+        jobs.append(Pending(m.name, runner.plan(m.spec, opts, local=local), m, hint))
+    return jobs

@@ -3,8 +3,24 @@ metric when the jobs log one), as a rich table for terminals, as text lines, as 
 a Markdown table for the GitHub / Azure Pipelines summaries. Formatting only: no backend, no printing."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from .backends.base import JobInfo
-from .watch import _duration
+
+def duration(info: JobInfo) -> str:
+    """How long the job has run (or ran), from its start (or creation) to its end (or now): m:ss or h:mm:ss."""
+    def parse(s):
+        try:
+            return datetime.fromisoformat(s.replace("Z", "+00:00")) if s else None
+        except ValueError:
+            return None
+    start = parse(info.started) or parse(info.created)
+    if start is None:
+        return "-"
+    end = parse(info.ended) or datetime.now(timezone.utc)
+    secs = int((end - start).total_seconds())
+    return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}" if secs >= 3600 else f"{secs // 60}:{secs % 60:02d}"
+
 
 STATUS_COLORS = {"Completed": "green", "Failed": "red", "Canceled": "yellow", "Running": "cyan"}
 
@@ -29,7 +45,7 @@ def rows(grid, infos: dict, metrics: dict | None = None) -> list[dict]:
     out = []
     for m in grid.members:
         info = infos.get(m.name)
-        out.append({"job": m.name, "status": _status(info), "duration": _duration(info) if info else "-",
+        out.append({"job": m.name, "status": _status(info), "duration": duration(info) if info else "-",
                     "combination": dict(m.combination), "metric": (metrics or {}).get(m.name)})
     return out
 

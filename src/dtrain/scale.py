@@ -152,3 +152,51 @@ def report(rs: list[Row], metric: str, warmup: float = WARMUP_FRACTION, threshol
             "first_below_threshold": None if low is None else {"nodes": low.nodes, "processes": low.processes,
                                                                "efficiency": low.efficiency},
             "verdict": verdict(rs, threshold), "rows": [r.to_dict() for r in rs]}
+
+
+# --- the study: a grid over node counts, run by the runner ---------------------------------------
+
+def node_counts(text: str) -> list[int]:
+    """--nodes 1,2,4: distinct counts of at least 1, in increasing order."""
+    from .errors import UsageError
+
+    try:
+        counts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--nodes '{text}' is not a list of node counts", hint="write --nodes 1,2,4") from None
+    if any(c < 1 for c in counts) or len(set(counts)) != len(counts):
+        raise UsageError(f"--nodes '{text}': each count at least 1, each once", hint="write --nodes 1,2,4")
+    return sorted(counts)
+
+
+def study(spec_path: str, counts: list[int], *, sets=None, steps: int | None = None, name: str | None = None):
+    """The grid a scaling study runs: the spec at each node count (processes per node unchanged), with
+    --steps setting the spec's input `steps`. Validated like any grid before anything runs."""
+    from . import grid
+    from .errors import UsageError
+
+    sets = list(sets or [])
+    if steps is not None:
+        from .spec.validate import load_spec
+
+        base, _ = load_spec(spec_path, sets)     # its warnings are shown with the runs'
+        if "steps" not in base.inputs:
+            raise UsageError(f"--steps sets the input `steps`, and {spec_path} declares none",
+                             hint="add `steps: 0` to its inputs and pass `--steps ${{inputs.steps}}` to the script "
+                                  "(as the shipped templates do), or leave --steps out")
+        sets.append(f"inputs.steps={steps}")
+    return grid.build_grid(spec_path, sets, [f"resources.instance_count={','.join(map(str, counts))}"], name)
+
+
+def measure(runner, g, final: dict, metric: str, warmup: float) -> list[Row]:
+    """Each run's row, from the points of `metric` it logged (read through the runner)."""
+    runs = []
+    for m in g.members:
+        points = runner.metrics(m.name, keys=[metric]).get(metric, [])
+        runs.append((m.spec.instance_count, m.spec.process_count, m.name, final[m.name].status, points))
+    return rows(runs, warmup)
+
+
+def missing_metric(rs: list[Row]) -> list[str]:
+    """Runs that completed without logging the metric: the study measured nothing there."""
+    return [r.job for r in rs if r.throughput is None and r.status == "Completed"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from ..errors import UsageError
 from .base import Backend, Notify
@@ -45,15 +48,77 @@ def local_job_exists(name: str) -> bool:
     return (dtrain_home() / "jobs" / name / "state.json").is_file()
 
 
-def get_backend(name: str, *, notify: Notify | None = None, **options) -> Backend:
-    """notify(Notice): where a backend's notes go (backends never print; the local one has none)."""
-    if name == "local":
-        require_local_platform()
-        from .local import LocalBackend
+# --- the registry: kinds of backend by name ---------------------------------------------------------
 
-        return LocalBackend()
-    if name == "azureml":
-        from .azure.backend import AzureBackend
+@dataclass(frozen=True)
+class BackendKind:
+    """A kind of backend the runner can use. factory(notify=..., subscription=..., resource_group=...,
+    workspace=...) makes one (workspace flags only where `workspace_flags`); holds(name) says cheaply,
+    without making one, whether this machine holds a job of that name (routing by name)."""
 
-        return AzureBackend(notify=notify, **options)
-    raise ValueError(f"unknown backend {name!r}")
+    name: str
+    factory: Callable[..., Backend]
+    holds: Callable[[str], bool] | None = None
+    workspace_flags: bool = False
+
+
+def _local(notify: Notify | None = None, **_) -> Backend:
+    require_local_platform()
+    from .local import LocalBackend
+
+    return LocalBackend()
+
+
+def _azure(notify: Notify | None = None, **flags) -> Backend:
+    from .azure.backend import AzureBackend
+
+    return AzureBackend(notify=notify, **flags)
+
+
+LOCAL, AZURE = "local", "azureml"
+_REGISTRY: dict[str, BackendKind] = {
+    LOCAL: BackendKind(LOCAL, _local, holds=local_job_exists),
+    AZURE: BackendKind(AZURE, _azure, workspace_flags=True),
+}
+
+
+def register_backend(kind: BackendKind) -> BackendKind | None:
+    """Add or replace a kind (a plug-in, or a test's fake standing in for "local" or "azureml"); returns
+    the one it replaced, for the caller to put back."""
+    old = _REGISTRY.get(kind.name)
+    _REGISTRY[kind.name] = kind
+    return old
+
+
+def unregister_backend(name: str, previous: BackendKind | None = None) -> None:
+    if previous is not None:
+        _REGISTRY[name] = previous
+    else:
+        _REGISTRY.pop(name, None)
+
+
+@contextmanager
+def registered(kind: BackendKind) -> Iterator[BackendKind]:
+    """register_backend for the length of a with block."""
+    old = register_backend(kind)
+    try:
+        yield kind
+    finally:
+        unregister_backend(kind.name, old)
+
+
+def backend_kind(name: str) -> BackendKind:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r} (registered: {', '.join(sorted(_REGISTRY))})") from None
+
+
+def backend_kinds() -> list[BackendKind]:
+    return list(_REGISTRY.values())
+
+
+def get_backend(name: str, *, notify: Notify | None = None, **flags) -> Backend:
+    """A new backend of a registered kind. notify(Notice): where its notes go (backends never print)."""
+    kind = backend_kind(name)
+    return kind.factory(notify=notify, **(flags if kind.workspace_flags else {}))

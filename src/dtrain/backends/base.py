@@ -1,19 +1,19 @@
 """The one small protocol every backend implements: plan, submit, status, logs, cancel (and list).
 
 A plan is a value: building one has no side effects, so `dtrain render` can print it and tests can
-assert on it. Only submit() acts.
+assert on it. Only submit() acts. Backend is an abstract base: the six core methods are abstract, the
+optional abilities (metrics, stop, where a job lives) have defaults, so the runner never probes a
+backend with getattr and a test's fake backend is a short subclass (registered with
+backends.register_backend).
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator, List, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, List, Protocol, runtime_checkable
 
-from ..exitcodes import TERMINAL_STATUSES
 from ..spec.model import JobSpec
-
-
-def is_terminal(status: str) -> bool:
-    return status in TERMINAL_STATUSES
+from ..status import is_terminal
 
 
 @dataclass(frozen=True)
@@ -121,44 +121,95 @@ class MetricsReader(Protocol):
 
 @runtime_checkable
 class Plan(Protocol):
-    backend: str
+    backend: str              # the registered kind that planned it (and submits it)
+    notes: list               # what the user should know before it runs (shown by submit)
 
     def to_dict(self) -> dict: ...
 
 
-class Backend(Protocol):
-    name: str
+class PollingReader:
+    """The default MetricsReader: each poll reads every point again and returns those not seen before.
+    A backend that can read incrementally (both built-in ones) overrides metrics_reader."""
 
+    def __init__(self, backend: "Backend", name: str, keys=None):
+        self.backend, self.name, self.keys = backend, name, keys
+        self.points: dict = {}
+
+    def poll(self) -> dict:
+        got = self.backend.metrics(self.name, keys=self.keys)
+        new = {k: pts[len(self.points.get(k, [])):] for k, pts in got.items()}
+        self.points = {k: list(v) for k, v in got.items()}
+        return {k: v for k, v in new.items() if v}
+
+
+class Backend(ABC):
+    """Where jobs run. name: the registered kind (\"local\", \"azureml\", or a test's)."""
+
+    name: str = ""
+    poll_cap_s: float = 5.0   # the longest a follower waits between status reads (a local file is cheap)
+
+    @abstractmethod
     def plan(self, spec: JobSpec, options: SubmitOptions) -> Plan:
         """What submit would do, as a value. No side effects."""
 
-    def submit(self, plan: Plan) -> JobInfo:
-        """Start the job; returns at once with its first status."""
+    @abstractmethod
+    def submit(self, plan: Any) -> JobInfo:   # Any: each backend takes the Plan type its plan() makes
+        """Start the job; returns at once with its first status. A job that exists under the plan's name
+        with the same spec is followed, not started again (idempotent submits)."""
 
-    def status(self, name: str) -> JobInfo: ...
+    @abstractmethod
+    def status(self, name: str) -> JobInfo:
+        """JobNotFound for an unknown job."""
 
+    @abstractmethod
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None) -> Iterator[LogLine]:
         """Every rank's lines (or one rank's), in order per rank; with follow, until the job ends and
         what is left has been drained."""
 
+    @abstractmethod
     def cancel(self, name: str) -> JobInfo: ...
 
+    @abstractmethod
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None, names=None) -> list[JobInfo]:
+             limit: int | None = None, names=None) -> List[JobInfo]:
         """Newest first. With `names`, only those jobs, found in one listing (paging stops once all
         are seen), so watching many jobs costs one call per poll, not one per job."""
 
+    # --- optional abilities, with defaults ------------------------------------------------------
     def knows(self, name: str) -> bool:
-        """Whether this backend holds a job of this name (routes status/logs/cancel by name)."""
+        """Whether this backend holds a job of this name."""
+        from ..errors import JobNotFound
 
-    def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:   # List: `list` is a method here
+        try:
+            self.status(name)
+        except JobNotFound:
+            return False
+        return True
+
+    def stop(self, name: str) -> None:
+        """Make sure an ended attempt cannot come back before a retry starts the next (Azure: cancel a
+        NotResponding run). Default: nothing to do (a lost local job is over)."""
+
+    def where(self) -> dict | None:
+        """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later
+        commands reach it without flags: Azure, its workspace. None: nothing to record."""
+        return None
+
+    def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step
-        order; {} when it logged none. JobNotFound for an unknown job."""
+        order; {} when it logged none (the default: a backend without metrics)."""
+        return {}
 
     def metrics_reader(self, name: str, *, keys=None) -> MetricsReader:
-        """An incremental reader of the job's metrics (metrics --follow): a poll fetches only what it
-        has not seen."""
+        """An incremental reader of the job's metrics (metrics --follow)."""
+        return PollingReader(self, name, keys)
 
     def latest_metrics(self, jobs: List[JobInfo]) -> dict[str, dict[str, MetricPoint]]:
         """The latest point of every metric of each job (name -> key -> point), in one batched read
-        for all of them (watch: O(1) requests per poll whatever the number of jobs)."""
+        for all of them where the backend can (watch: O(1) requests per poll). Default: one read each."""
+        out = {}
+        for j in jobs:
+            got = self.metrics(j.name)
+            if got:
+                out[j.name] = {k: pts[-1] for k, pts in got.items() if pts}
+        return out

@@ -9,9 +9,10 @@ import string
 
 from ..spec.schema import JOB_NAME_HINT, JOB_NAME_PATTERN
 
-__all__ = ["JOB_NAME_HINT", "JOB_NAME_PATTERN", "generate_name", "valid_job_name"]
+__all__ = ["JOB_NAME_HINT", "JOB_NAME_PATTERN", "MAX_NAME", "check_job_name", "generate_name", "valid_job_name"]
 
 _JOB_NAME = re.compile(JOB_NAME_PATTERN)
+MAX_NAME = 255        # the longest name JOB_NAME_PATTERN allows
 
 _ADJ = ("amiable", "bold", "brave", "busy", "calm", "clever", "cool", "crisp", "eager", "epic", "frank",
         "gentle", "great", "happy", "helpful", "honest", "jolly", "keen", "kind", "lively", "loyal", "lucid",
@@ -33,3 +34,12 @@ def generate_name() -> str:
 def valid_job_name(name: str | None) -> bool:
     """Whether `name` is a valid job name (also the rule for datastore names, the same REST pattern)."""
     return name is not None and _JOB_NAME.fullmatch(name) is not None
+
+
+def check_job_name(name: str | None, flag: str = "--name") -> str | None:
+    """A name given on the command line, refused (exit 2) unless it is a valid job name."""
+    if name is not None and not valid_job_name(name):
+        from ..errors import UsageError
+
+        raise UsageError(f"{flag} '{name}' is not a valid job name", hint=JOB_NAME_HINT)
+    return name

@@ -18,7 +18,7 @@ from typing import Iterator
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import Distribution, JobSpec
 from ..backoff import Backoff
-from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
+from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from ..settings import env_float
 from .workspace import resolution
 from .client import endpoint_from_env, make_credential, make_ml_client, muted_stderr, silence_loggers
@@ -122,7 +122,7 @@ def _error_message(err) -> str | None:
     return msg
 
 
-class AzureBackend:
+class AzureBackend(Backend):
     name = "azureml"
 
     def __init__(self, subscription: str | None = None, resource_group: str | None = None,
@@ -157,6 +157,12 @@ class AzureBackend:
                 raise ConfigError(r.missing_message(), hint=hint)
             self._ws = ws
         return self._ws
+
+    def where(self) -> dict:
+        """The workspace this backend's jobs live in (resolved by the submit that asks), for jobindex."""
+        ws = self.workspace()
+        return {"subscription_id": ws.subscription_id, "resource_group": ws.resource_group,
+                "workspace_name": ws.workspace_name}
 
     @property
     def ml(self):

@@ -18,7 +18,7 @@ from typing import Iterator
 from ...codefiles import code_files, copy_files
 from ...errors import JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
-from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from ..base import Backend, FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
 from ..names import generate_name
 from . import env as _env
 from . import mlflowstore, procs
@@ -43,7 +43,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     name = "local"
     poll_cap_s = 0.5   # status is a local file read: poll often so short jobs end promptly
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from . import env as _env
 from .. import failure as _failure
 from . import procs
-from ...exitcodes import TERMINAL_STATUSES as TERMINAL
+from ...status import TERMINAL
 from .plan import LocalPlan
 from .store import PLAN, atomic_write_json, read_json, read_state, update_state
 

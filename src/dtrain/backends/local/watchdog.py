@@ -18,7 +18,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...exitcodes import TERMINAL_STATUSES as FINAL
+from ...status import TERMINAL as FINAL
 from . import procs
 from .store import read_state, update_state
 

@@ -1,4 +1,4 @@
-"""dtrain.session: the library under the CLI. Routing a job name to the backend that owns it (recorded at
+"""dtrain.runner: the library under the CLI (and dtrain's Python API). Routing a job name to the backend that owns it (recorded at
 submit), and following jobs as events (follow.py) that the CLI prints."""
 from __future__ import annotations
 
@@ -7,38 +7,38 @@ import pytest
 from dtrain import follow, jobindex
 from dtrain.backends.base import JobInfo, LogLine
 from dtrain.errors import JobNotFound
-from dtrain.session import Session
+from dtrain.runner import Runner, Workspace
 
 
 # --- routing -----------------------------------------------------------------------------------
 
 def test_an_unknown_job_without_a_workspace_is_not_found():
     with pytest.raises(JobNotFound) as ei:
-        Session().backend_for("nobody-ran-this")
+        Runner()._owner("nobody-ran-this")
     assert ei.value.exit_code == 2 and "no Azure ML workspace" in ei.value.message
 
 
 def test_an_azure_job_recorded_at_submit_is_found_in_its_workspace_without_flags():
     jobindex.record("trained-elsewhere", "azureml", {"subscription_id": "sub-1", "resource_group": "rg-1",
                                                      "workspace_name": "ws-1"})
-    backend = Session().backend_for("trained-elsewhere")
+    backend = Runner()._owner("trained-elsewhere")
     assert backend.name == "azureml"
-    assert backend._flags == ("sub-1", "rg-1", "ws-1")
+    assert backend.inner._flags == ("sub-1", "rg-1", "ws-1")
 
 
 def test_flags_win_over_the_recorded_workspace_part_by_part():
     jobindex.record("j1", "azureml", {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace_name": "ws-1"})
-    backend = Session(workspace="ws-2").backend_for("j1")
-    assert backend._flags == ("sub-1", "rg-1", "ws-2")
+    backend = Runner(Workspace(workspace="ws-2"))._owner("j1")
+    assert backend.inner._flags == ("sub-1", "rg-1", "ws-2")
 
 
 def test_one_backend_per_workspace_within_a_session():
     jobindex.record("a1", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "w"})
     jobindex.record("a2", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "w"})
     jobindex.record("b1", "azureml", {"subscription_id": "s", "resource_group": "r", "workspace_name": "other"})
-    s = Session()
-    assert s.backend_for("a1") is s.backend_for("a2")
-    assert s.backend_for("b1") is not s.backend_for("a1")
+    s = Runner()
+    assert s._owner("a1") is s._owner("a2")
+    assert s._owner("b1") is not s._owner("a1")
 
 
 @pytest.mark.parametrize("content", ["", "[]", "{not json", '{"backend": "azureml", "workspace": []}'])
@@ -47,7 +47,7 @@ def test_an_unreadable_index_entry_is_as_if_there_were_none(dtrain_home, content
     (dtrain_home / "index" / "broken.json").write_text(content)
     assert jobindex.lookup("broken") is None
     with pytest.raises(JobNotFound):
-        Session().backend_for("broken")
+        Runner()._owner("broken")
 
 
 def test_the_index_refuses_names_that_are_not_job_names(dtrain_home):
@@ -55,53 +55,41 @@ def test_the_index_refuses_names_that_are_not_job_names(dtrain_home):
     assert not (dtrain_home / "escape.json").exists() and jobindex.lookup("../escape") is None
 
 
-# --- following as events -------------------------------------------------------------------------
+# --- following as events, over a fake backend registered the real way -------------------------------
 
-class ScriptedBackend:
-    """Our own fake (for the event logic only): statuses in order, one per status() call, and log lines."""
-    name = "local"
-    poll_cap_s = 0.01
-
-    def __init__(self, statuses, lines=()):
-        self.statuses, self.lines = list(statuses), list(lines)
-
-    def status(self, name):
-        st = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
-        return JobInfo(name=name, backend="local", status=st)
-
-    def list(self, *, names=None, **_):
-        return [self.status(n) for n in names]
-
-    def logs(self, name, *, follow=False, rank=None):
-        yield from self.lines
+def test_following_yields_each_change_once_then_ended(fake_backend):
+    fake_backend.add(JobInfo("j", "local", "Queued"), ["Queued", "Running", "Running", "Completed"])
+    events = list(Runner().follow(["j"]))
+    changed = [e.info.status for e in events if isinstance(e, follow.StatusChanged)]
+    assert changed == ["Queued", "Running", "Completed"]
+    assert isinstance(events[-1], follow.Ended) and events[-1].infos["j"].status == "Completed"
 
 
-def test_wait_events_yield_each_change_once_then_ended():
-    b = ScriptedBackend(["Queued", "Queued", "Running", "Running", "Completed"])
-    events = list(follow.wait_events({"j": b}))
-    assert [type(e).__name__ for e in events] == ["StatusChanged"] * 3 + ["Ended"]
-    assert [e.info.status for e in events[:-1]] == ["Queued", "Running", "Completed"]
-    assert events[-1].infos["j"].status == "Completed"
-
-
-def test_stream_events_are_the_lines_in_order_then_ended():
-    lines = [LogLine(f"step {i}", rank=0, node=0) for i in range(5)]
-    b = ScriptedBackend(["Completed"], lines)
-    events = list(follow.stream_events(b, "j"))
+def test_streaming_yields_the_lines_in_order_then_ended(fake_backend):
+    fake_backend.add(JobInfo("j", "local", "Completed"))
+    fake_backend.lines["j"] = [f"step {i}" for i in range(5)]
+    events = list(Runner().follow(["j"], stream=True))
     assert [e.line.text for e in events if isinstance(e, follow.LogReceived)] == [f"step {i}" for i in range(5)]
     assert isinstance(events[-1], follow.Ended) and events[-1].infos["j"].status == "Completed"
 
 
-def test_stream_events_report_the_start_while_nothing_is_printed():
-    class Slow(ScriptedBackend):
+def test_streaming_reports_the_start_while_nothing_is_printed(fake_backend):
+    class Slow(type(fake_backend)):
         def logs(self, name, *, follow=False, rank=None):
             import time
             time.sleep(0.5)
             yield LogLine("hello", rank=0, node=0)
 
-    b = Slow(["Queued", "Running", "Completed"])
-    first = JobInfo(name="j", backend="local", status="Queued")
-    events = list(follow.stream_events(b, "j", tick_s=0.05, start_poll_s=0.1, first=first))
+    from fakes import register
+
+    slow = Slow()
+    slow.add(JobInfo("j", "local", "Queued"), ["Queued", "Running", "Running", "Completed"])
+    restore = register(slow)
+    try:
+        first = JobInfo(name="j", backend="local", status="Queued")
+        events = list(follow.stream(Runner(), "j", tick_s=0.05, start_poll_s=0.1, first=first))
+    finally:
+        restore()
     kinds = [type(e).__name__ for e in events]
     assert "Quiet" in kinds and kinds.index("Quiet") < kinds.index("LogReceived")
     changed = [e.info.status for e in events if isinstance(e, follow.StatusChanged)]
@@ -109,10 +97,39 @@ def test_stream_events_report_the_start_while_nothing_is_printed():
     assert kinds[-1] == "Ended"
 
 
-def test_a_timeout_ends_the_stream_with_wait_timeout():
-    b = ScriptedBackend(["Running"])
-    with pytest.raises(follow.WaitTimeout):
-        list(follow.wait_events({"j": b}, timeout=0.05))
+def test_a_timeout_ends_following_with_wait_timeout(fake_backend):
+    fake_backend.add(JobInfo("j", "local", "Running"))
+    with pytest.raises(follow.WaitTimeout) as ei:
+        list(Runner().follow(["j"], timeout=0.05))
+    assert ei.value.infos["j"].status == "Running"
+
+
+def test_many_jobs_are_read_with_one_list_call_per_poll(fake_backend):
+    calls = []
+    real_list = fake_backend.list
+
+    def counting_list(**kw):
+        calls.append(kw.get("names"))
+        return real_list(**kw)
+
+    fake_backend.list = counting_list
+    for n in ("a", "b", "c"):
+        fake_backend.add(JobInfo(n, "local", "Running"), ["Running", "Completed"])
+    final = Runner().wait("a", "b", "c")
+    assert {i.status for i in final.values()} == {"Completed"}
+    assert calls and all(sorted(c) in (["a", "b", "c"], ["a", "b"], ["a"], ["b"], ["c"], ["a", "c"], ["b", "c"])
+                         for c in calls)
+    assert len(calls) <= 3
+
+
+def test_the_python_api_submits_a_spec_and_waits_for_it(fake_backend, tmp_path):
+    (tmp_path / "job.yml").write_text("command: echo hi\nenvironment: azureml:env@latest\ncompute: local\n")
+    notes = []
+    r = Runner(notify=notes.append)
+    job = r.submit(tmp_path / "job.yml", local=True)
+    assert fake_backend.submitted == [job.name]
+    assert r.wait(job.name)[job.name].status == "Completed"
+    assert r.status(job.name).status == "Completed"
 
 
 @pytest.mark.slow

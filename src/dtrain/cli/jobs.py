@@ -1,0 +1,104 @@
+"""Commands over submitted jobs, by name: status, cancel, list, clean."""
+from __future__ import annotations
+
+import typer
+
+from ..errors import UsageError
+from .app import app
+from .options import (Experiment, JobName, Local, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
+                      check_output, emit, pairs, runner, workspace)
+from . import show
+
+
+@app.command()
+def status(
+    name: JobName,
+    output: Output = "text",
+    local: Local = False,
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
+):
+    """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
+    ws = workspace(subscription, resource_group, workspace_, local)
+    check_output(output)
+    info = runner(ws).status(name, local=local)
+    show.info(info, output)
+    if output == "text":
+        show.attempts(info)
+    if output == "text" and info.ports:
+        from ..output import err
+
+        err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
+
+
+@app.command()
+def cancel(
+    name: JobName,
+    local: Local = False,
+    output: Output = "text",
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
+):
+    """Cancel a job: every process of it is stopped."""
+    ws = workspace(subscription, resource_group, workspace_, local)
+    check_output(output)
+    show.info(runner(ws).cancel(name, local=local), output)
+
+
+@app.command("list")
+def list_(
+    experiment: Experiment = None,
+    tag: Tags = None,
+    limit: int = typer.Option(50, "--limit", help="At most this many jobs, newest first."),
+    local: bool = typer.Option(False, "--local", help="Local jobs only."),
+    output: Output = "text",
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
+):
+    """List jobs, newest first."""
+    from ..chain import attempt_label
+    from ..output import err, out
+
+    check_output(output)
+    if limit < 1:
+        raise UsageError(f"--limit must be a positive number of jobs, not {limit}")
+    ws = workspace(subscription, resource_group, workspace_, local)
+    infos = runner(ws).list(local=local, experiment=experiment, tags=pairs(tag, "--tag", bare_ok=True), limit=limit)
+    if output != "text":
+        return emit([i.to_dict() for i in infos], output)
+    for i in infos:
+        c = i.chain                        # a retry chain's row: which attempt it is on (docs/retries.md)
+        out(f"{i.name}\t{i.status}\t{i.nodes}x{i.processes_per_node}\t{i.experiment_name or ''}\t{i.created or ''}"
+            + (f"\t{attempt_label(c)}" if c else ""))
+        if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
+            err(f"warning: {i.name}: {i.failure.message}")
+
+
+@app.command()
+def clean(
+    older_than: str = typer.Option(..., "--older-than", metavar="AGE",
+                                   help="Only jobs that ended longer ago than this (7d, 12h, 30m, 90s)."),
+    snapshots_only: bool = typer.Option(False, "--snapshots-only",
+                                        help="Remove only the code snapshots; keep state, logs and outputs."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be removed; remove nothing."),
+    output: Output = "text",
+):
+    """Remove finished local jobs (running jobs and $DTRAIN_HOME/datastores are never touched)."""
+    from ..output import err, out, out_json
+
+    check_output(output)
+    report = runner().clean(older_than, dry_run=dry_run, snapshots_only=snapshots_only)
+    if output == "json":
+        return out_json({"removed": report.removed, "bytes_freed": report.bytes_freed, "dry_run": dry_run,
+                         "kept_running": report.kept_running, "unreadable": report.unreadable})
+    for name in report.removed:
+        out(name)
+    verb = "would remove" if dry_run else "removed"
+    what = "snapshots of " if snapshots_only else ""
+    err(f"{verb} {what}{len(report.removed)} job folder(s), {report.bytes_freed / 1e6:.1f} MB"
+        + (f"; {len(report.kept_running)} running job(s) left alone" if report.kept_running else "")
+        + (f"; {len(report.unreadable)} unreadable job(s) left alone: {', '.join(report.unreadable)}"
+           if report.unreadable else ""))

@@ -1,0 +1,118 @@
+"""What a job wrote: logs (every rank's lines) and metrics (what it logged through MLflow)."""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from ..exitcodes import ExitCode
+from .app import app
+from .options import (JobName, Local, ResourceGroup, Subscription, WorkspaceName, check_output, check_positive,
+                      runner, useless, workspace)
+
+
+@app.command()
+def logs(
+    name: JobName,
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends."),
+    rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
+    output: str = typer.Option("text", "--output", "-o", help="text or jsonl (one object per line)."),
+    local: Local = False,
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
+):
+    """Print every rank's logs, each line prefixed with its node and rank."""
+    from ..output import log_prefix, out, out_jsonl
+
+    check_output(output, ("text", "jsonl"),
+                 hint="logs stream, so they come as jsonl: one JSON object per line" if output == "json" else None)
+    ws = workspace(subscription, resource_group, workspace_, local)
+    for line in runner(ws).logs(name, follow=follow, rank=rank, local=local):
+        if output == "jsonl":
+            out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
+        else:
+            out(log_prefix(line, 5) + line.text)
+
+
+@app.command()
+def metrics(
+    name: JobName,
+    follow: bool = typer.Option(False, "--follow", "-f", help="Redraw as new points arrive; end when the job ends."),
+    key: Optional[List[str]] = typer.Option(None, "--key", "-k", metavar="K", help="Only this metric (repeatable)."),
+    output: str = typer.Option("text", "--output", "-o", help="text (a table and a plot per metric), json "
+                               "({\"job\", \"metrics\": {key: [{step, value, timestamp}]}}) or csv "
+                               "(job,key,step,value,timestamp)."),
+    interval: Optional[float] = typer.Option(None, "--interval", help="With --follow: seconds between polls "
+                                             "(default 2)."),
+    local: Local = False,
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
+):
+    """Show the metrics a job logged through MLflow (loss, learning rate, samples/s, ...): last, min, max
+    and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none)."""
+    from ..metrics_view import csv_text, render_text, to_json
+    from ..output import err, out, out_json
+
+    check_output(output, ("text", "json", "csv"))
+    useless("--interval", interval is not None and not follow, "only applies with --follow")
+    check_positive("--interval", interval, "a positive number of seconds")
+    ws = workspace(subscription, resource_group, workspace_, local)
+    keys = list(key) if key else None
+    if not follow:
+        points = runner(ws).metrics(name, keys=keys, local=local)
+    else:
+        points = _follow(runner(ws), name, keys, local, output, interval or 2.0)
+    if not any(points.values()):
+        err(f"{name}: no metrics" + (f" named {', '.join(keys)}" if keys else "") + " logged"
+            + (" (scripts log them with mlflow.log_metric; docs/monitoring.md)" if not keys else ""))
+        if output == "json":
+            out_json(to_json(name, {}))
+        return
+    if output == "json":
+        out_json(to_json(name, points))
+    elif output == "csv":
+        if not follow:                       # --follow has streamed the rows already
+            out(csv_text(name, points).rstrip("\n"))
+    elif not (follow and sys.stdout.isatty()):   # a live view has drawn the last frame already
+        out(render_text(name, points, keys, width=_width()))
+
+
+def _width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+
+
+def _follow(r, name, keys, local, output, interval) -> dict:
+    """metrics --follow: csv streams each new row; text redraws in place on a terminal; json prints
+    once at the end. Returns every point read."""
+    from ..metrics_view import csv_text, render_text
+    from ..output import err, out
+
+    live = None
+    if output == "text" and sys.stdout.isatty():
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+
+        live = Live(Text(""), console=Console(markup=False, highlight=False), auto_refresh=False)
+        live.start()
+    points: dict = {}
+    header = True
+    try:
+        for new, points, _info in r.follow_metrics(name, keys=keys, local=local, interval=interval):
+            if output == "csv" and any(new.values()):
+                out(csv_text(name, new, header=header).rstrip("\n"))
+                header = False
+            elif live is not None and any(new.values()):
+                live.update(Text(render_text(name, points, keys, width=_width())), refresh=True)
+    except KeyboardInterrupt:
+        err("interrupted; the job keeps running")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    finally:
+        if live is not None:
+            live.stop()
+    return points

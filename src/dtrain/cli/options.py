@@ -1,0 +1,134 @@
+"""Options and checks every command shares, declared once: the workspace (three flags, one typed value),
+--output, --timeout, --local, --set, and the usage errors for flags that would do nothing."""
+from __future__ import annotations
+
+import os
+from typing import Annotated, List, Optional
+
+import typer
+
+from ..completion import local_job_names
+from ..errors import UsageError
+from ..workspace import Workspace
+
+# Every command takes the same --output values (docs/monitoring.md): text, json (one document),
+# jsonl (one compact object per line); `logs` alone streams, so it takes text or jsonl.
+OUTPUTS = ("text", "json", "jsonl")
+
+# Azure ML workspace: flags win over DTRAIN_*/AZURE_* variables, which win over config.json.
+Subscription = Annotated[Optional[str], typer.Option("--subscription", help="Azure subscription id.")]
+ResourceGroup = Annotated[Optional[str], typer.Option("--resource-group", "-g", help="Azure resource group.")]
+WorkspaceName = Annotated[Optional[str], typer.Option("--workspace", "-w", help="Azure ML workspace name.")]
+Output = Annotated[str, typer.Option("--output", "-o", help="text, json or jsonl.")]
+Timeout = Annotated[Optional[float], typer.Option("--timeout", help="Stop waiting after S seconds (exit 4; "
+                                                  "the jobs keep running).")]
+Local = Annotated[bool, typer.Option("--local", help="Look only at local jobs.")]
+Sets = Annotated[Optional[List[str]], typer.Option("--set", metavar="PATH=VALUE", help="Override a spec value, "
+                                                   "as `az ml job create --set` does (repeatable).")]
+Inputs = Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=PATH", help="Local path for an "
+                                                     "input only Azure can resolve (local runs).")]
+Tags = Annotated[Optional[List[str]], typer.Option("--tag", metavar="K=V", help="Only jobs with this tag (K alone: "
+                                                   "with this tag key).")]
+Experiment = Annotated[Optional[str], typer.Option("--experiment", help="Only jobs of this experiment.")]
+JobName = Annotated[str, typer.Argument(metavar="NAME", autocompletion=local_job_names)]
+JobNames = Annotated[List[str], typer.Argument(metavar="NAME...", autocompletion=local_job_names)]
+Matrix = Annotated[Optional[List[str]], typer.Option("--matrix", metavar="PATH=V1,V2", help="One job per value, "
+                                                     "applied like --set; several --matrix: one job per combination "
+                                                     "(the cross product). Every combination is validated before "
+                                                     "the first submit.")]
+MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
+                                                    "at most K jobs not yet ended at a time. Default: local, CPUs / "
+                                                    "processes per job (at least 1); Azure, no limit.")]
+
+
+def workspace(subscription, resource_group, workspace_name, local: bool = False) -> Workspace:
+    """The three workspace flags as one value; with --local they would do nothing (a usage error)."""
+    ws = Workspace(subscription, resource_group, workspace_name)
+    if local:
+        useless(", ".join(ws.given()), ws.given(), "name an Azure ML workspace, and --local looks only at this machine")
+    return ws
+
+
+def runner(ws: Workspace | None = None):
+    """The library a command acts through (dtrain.runner), printing what backends have to say."""
+    from ..runner import Runner
+
+    return Runner(ws, notify=notice)
+
+
+def notice(n) -> None:
+    """What a backend has to tell the user (backends never print): a note, or the SDK's own text as it is."""
+    from ..output import err, note
+
+    (err if n.verbatim else note)(n.text)
+
+
+def check_output(value: str, allowed=OUTPUTS, hint: str | None = None) -> str:
+    if value not in allowed:
+        raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'", hint=hint)
+    return value
+
+
+def check_timeout(timeout) -> None:
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+
+
+def check_positive(flag: str, value, what: str = "a positive number") -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"{flag} must be {what}, not {value:g}")
+
+
+def useless(flag: str, given, why: str) -> None:
+    """A flag that would do nothing in this combination is a usage error, not silently ignored."""
+    if given:
+        raise UsageError(f"{flag} {why}", hint="drop it, or see `dtrain COMMAND --help`")
+
+
+def useless_all(flags: list, why: str) -> None:
+    """Several flags that would do nothing: one error naming them all."""
+    useless(", ".join(flags), flags, f"{'does' if len(flags) == 1 else 'do'} nothing with {why}")
+
+
+def pairs(items, flag: str, bare_ok: bool = False) -> dict:
+    """NAME=VALUE flags; with bare_ok a lone NAME means "has this key" (value None), as Azure's tag filter."""
+    got: dict = {}
+    for item in items or []:
+        if "=" not in item:
+            if bare_ok and item.strip():
+                got[item.strip()] = None
+                continue
+            raise UsageError(f"{flag} '{item}' has no '='", hint=f"write {flag} NAME=VALUE")
+        k, _, v = item.partition("=")
+        got[k.strip()] = v
+    return got
+
+
+def submit_options(name, inputs):
+    from ..backends.base import SubmitOptions
+    from ..backends.names import check_job_name
+
+    check_job_name(name)
+    paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
+    return SubmitOptions(name=name, input_paths=paths)
+
+
+def load(path: str, sets):
+    """A spec, validated, its warnings printed (every error at once is a SpecError: exit 2)."""
+    from ..output import print_diagnostics
+    from ..spec.validate import load_spec
+
+    spec, diags = load_spec(path, sets)
+    print_diagnostics([d for d in diags if d.severity != "note"])
+    return spec
+
+
+def emit(obj, output: str) -> None:
+    """One document (json) or its items one per line (jsonl; a lone object is one line)."""
+    from ..output import out_json, out_jsonl
+
+    if output == "jsonl":
+        for item in (obj if isinstance(obj, list) else [obj]):
+            out_jsonl(item)
+    else:
+        out_json(obj)

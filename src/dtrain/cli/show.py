@@ -1,0 +1,40 @@
+"""How one job is printed by every command: its line (or JSON), why it failed, a chain's attempts."""
+from __future__ import annotations
+
+from ..output import err, out, out_json, paint
+
+
+def info(i, output: str) -> None:
+    """One job: `name<TAB>status` (and why it failed) on a terminal, or its JSON."""
+    if output == "json":
+        out_json(i.to_dict())
+        return
+    out(f"{i.name}\t{i.status}" + ("\t(timed out)" if i.timed_out else ""))
+    failure(i)
+
+
+def failure(i) -> None:
+    f = i.failure
+    if not f:
+        return
+    err(f"{paint('failed', '31')}: {f.message}")
+    for line in (f.traceback or f.last_lines)[-20:]:
+        err(f"    {line}")
+
+
+def attempts(i) -> None:
+    """A retry chain's attempts, one line each on stderr: name, status, why it ended (docs/retries.md)."""
+    from ..chain import attempt_label
+
+    c = i.chain
+    if not c:
+        return
+    for a in c["attempts"]:
+        why = f"  {a['outcome']}" + (f": {a['reason']}" if a.get("reason") and a["reason"] != a["status"] else "") \
+            if a.get("outcome") else ""
+        err(f"  {attempt_label(c, a['attempt'])}  {a['name']}  {a['status']}{why}")
+    if c.get("next"):
+        err(f"  {attempt_label(c, c['next']['attempt'])}  {c['next']['name']}  due {c['next']['due_at']} "
+            f"(submitted by `dtrain wait {c['name']}`)")
+    if c.get("blocked"):
+        err(f"  no attempt {c['attempt'] + 1}: {c['blocked']}")

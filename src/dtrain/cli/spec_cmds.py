@@ -1,0 +1,100 @@
+"""Commands over a spec alone, offline: validate, render, schema."""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..exitcodes import ExitCode
+from .app import app
+from .options import Inputs, Output, Sets, check_output, emit, load, runner, submit_options, useless
+
+
+@app.command()
+def validate(
+    specs: List[str] = typer.Argument(..., metavar="SPEC...", help="Job YAML files."),
+    set_: Sets = None,
+    output: Output = "text",
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
+):
+    """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
+    from ..output import err, print_diagnostics, summary_line
+
+    # ci (and the backend types it imports) is loaded only inside a CI, to keep validate's start-up lean
+    in_ci = os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("TF_BUILD", "").lower() == "true"
+    check_output(output)
+    results = [_validate_one(path, set_, strict, in_ci) for path in specs]
+    if output == "text":
+        for r, diags in results:
+            print_diagnostics(diags)
+            err(f"{r['file']}: {'ok' if r['valid'] else 'invalid'} ({summary_line(diags)})")
+    else:
+        docs = [r for r, _ in results]
+        emit(docs if len(docs) > 1 or output == "jsonl" else docs[0], output)
+    raise typer.Exit(ExitCode.OK if all(r["valid"] for r, _ in results) else ExitCode.INVALID)
+
+
+def _validate_one(path: str, sets, strict: bool, in_ci: bool):
+    from ..errors import SpecError
+    from ..spec.diagnostics import Diagnostic
+    from ..spec.validate import load_spec
+
+    try:
+        _, diags = load_spec(path, sets)
+        ok = not (strict and any(d.severity == "warning" for d in diags))
+    except SpecError as exc:
+        diags, ok = exc.diagnostics, False
+    except UsageError as exc:       # a missing or unreadable file: that file is invalid, the rest go on
+        diags = [Diagnostic("error", exc.message, file=path, hint=exc.hint, code="unreadable-file")]
+        ok = False
+    if in_ci:  # on the PR's lines in GitHub Actions / Azure Pipelines; stderr
+        from ..ci import annotate_diagnostics
+
+        annotate_diagnostics(diags)
+    return {"file": path, "valid": ok, "diagnostics": [d.to_dict() for d in diags]}, diags
+
+
+@app.command()
+def render(
+    spec: str = typer.Argument(..., metavar="SPEC"),
+    format: Optional[str] = typer.Option(None, "--format", help="yaml (the default; for az ml job create "
+                                         "--file) or rest (the whole JSON body of the job PUT: "
+                                         "{\"properties\": {...}})."),
+    set_: Sets = None,
+    local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
+                               "process with its command and environment."),
+    name: Optional[str] = typer.Option(None, "--name", help="Job name to render with."),
+    input_: Inputs = None,
+):
+    """Print exactly what would be submitted. No side effects: the same output every time (a local plan
+    shows its ports, and a generated name, as placeholders that submit fills in)."""
+    if format not in (None, "yaml", "rest"):
+        raise UsageError(f"--format must be yaml or rest, not '{format}'")
+    useless("--format", local and format, "does not apply with --local, which prints the local plan as JSON")
+    useless("--input", input_ and not local, "only applies with --local (a local path for an input)")
+    print_rendered(load(spec, set_), local=local, format=format or "yaml", name=name, inputs=input_)
+
+
+def print_rendered(spec_obj, *, local: bool, format: str, name, inputs) -> None:
+    """What `render` prints, and `submit --dry-run` too: the local plan as JSON, or the Azure job (YAML
+    or the REST body), rendered without loading the Azure SDK."""
+    from ..output import out, out_json
+
+    r = runner()
+    if local:
+        out_json(r.plan(spec_obj, submit_options(name, inputs), local=True).to_dict())
+    elif format == "rest":
+        out_json(r.render_azure(spec_obj, format="rest", name=name))
+    else:
+        out(r.render_azure(spec_obj, format="yaml", name=name))
+
+
+@app.command()
+def schema():
+    """Print the JSON Schema of the job spec (for editor completion)."""
+    from ..output import out_json
+    from ..spec.schema import json_schema
+
+    out_json(json_schema())

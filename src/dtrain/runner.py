@@ -1,0 +1,291 @@
+"""dtrain's Python API and the one library every command acts through (TorchX's Runner is the model).
+
+A Runner submits a spec, follows jobs by name (status, logs, wait, cancel, list, metrics), runs grids,
+watches many jobs and drives retry chains, for every registered backend. It never prints: following
+yields events (follow.py) and backends' notes go to the `notify` callable it was given. The CLI is one
+client of it; a notebook or a pipeline script is another (docs/python-api.md):
+
+    from dtrain import Runner
+    runner = Runner()
+    job = runner.submit("job_templates/pytorch-ddp.yml", local=True)
+    final = runner.wait(job.name)
+
+Which backend owns a job: a kind that holds it on this machine (the local store, without loading the
+local backend), else the workspace recorded when this machine submitted it (jobindex), else the
+configured workspace (a job submitted elsewhere).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from . import follow as fl
+from . import jobindex
+from .backends import AZURE, LOCAL, backend_kinds, get_backend
+from .backends.azure.workspace import PARTS as WORKSPACE_PARTS  # noqa: F401  (no SDK: backends/azure is lean)
+from .backends.base import Backend, JobInfo, Notify, Plan, SubmitOptions
+from .chain import ChainView, Policy
+from .errors import JobNotFound, UsageError
+from .spec.model import JobSpec
+from .workspace import Workspace
+
+
+class Runner:
+    def __init__(self, workspace: Workspace | None = None, *, notify: Notify | None = None):
+        self.workspace = workspace or Workspace()
+        self.notify = notify
+        self._backends: dict = {}
+        self._views: dict = {}
+
+    # --- backends (never handed out: the runner is the facade) ------------------------------------
+    def _backend(self, kind: str, recorded: dict | None = None) -> ChainView:
+        """One backend per kind (and workspace) for the runner's life, seen through retry chains, so that
+        many jobs of one backend are read with one list call per poll."""
+        flags = self.workspace.flags(recorded) if kind == AZURE else {}
+        key = (kind, tuple(sorted(flags.items())))
+        if key not in self._views:
+            self._backends[key] = get_backend(kind, notify=self.notify, **flags)
+            self._views[key] = ChainView(self._backends[key], self.notify)
+        return self._views[key]
+
+    def _owner(self, name: str, local: bool = False) -> ChainView:
+        """The backend that owns a job (see the module's docstring)."""
+        if local:
+            return self._backend(LOCAL)
+        for kind in backend_kinds():
+            if kind.holds is not None and kind.holds(name):
+                return self._backend(kind.name)
+        entry = jobindex.lookup(name)
+        if entry and entry.get("backend"):
+            return self._backend(entry["backend"], entry.get("workspace"))
+        if self.azure_wanted() is None:
+            raise JobNotFound(f"no local job named '{name}', and no Azure ML workspace is configured",
+                              hint="`dtrain list --local` shows local jobs; see docs/azure.md to configure a workspace")
+        return self._backend(AZURE)
+
+    def _listing(self, local: bool) -> ChainView:
+        """Where list and watch look: local jobs with --local or when no workspace is meant, else Azure.
+        Where the local backend cannot run, an unconfigured workspace is the error to report."""
+        from .backends import local_platform_problem
+
+        use_local = local or (self.azure_wanted() is None and local_platform_problem() is None)
+        return self._backend(LOCAL if use_local else AZURE)
+
+    def workspace_resolution(self):
+        """The Azure ML workspace the flags, variables, config files and az defaults name, part by part with
+        where each part came from (backends/azure/workspace.py); loads no SDK."""
+        from .backends.azure.workspace import resolution
+
+        w = self.workspace
+        return resolution(w.subscription, w.resource_group, w.workspace)
+
+    def azure_wanted(self) -> bool | None:
+        """True when the workspace is complete; False when it is meant but incomplete (the Azure backend then
+        exits 6 naming the missing part); None when nothing says Azure is meant (local jobs only)."""
+        r = self.workspace_resolution()
+        return True if not r.missing else (False if r.intended else None)
+
+    def poll_cap(self, names=(), plans=()) -> float:
+        """How long a follower may wait between reads of these jobs: the shortest any of their backends asks."""
+        caps = [self._backend(p.backend).poll_cap_s for p in plans]
+        caps += [self._owner(n).poll_cap_s for n in names]
+        return min(caps + [5.0])
+
+    # --- planning and submitting ---------------------------------------------------------------
+    @staticmethod
+    def load(spec: JobSpec | str | Path, sets=None) -> JobSpec:
+        """A JobSpec from a path (validated, SpecError with every problem) or as given."""
+        if isinstance(spec, JobSpec):
+            return spec
+        from .spec.validate import load_spec
+
+        return load_spec(str(spec), sets)[0]
+
+    def plan(self, spec: JobSpec, options: SubmitOptions | None = None, *, local: bool = False) -> Plan:
+        """What submit would send, as a value (render and submit --dry-run print it). No side effects."""
+        kind = LOCAL if local or spec.is_local_compute else AZURE
+        return self._backend(kind).plan(spec, options or SubmitOptions())
+
+    def render_azure(self, spec: JobSpec, *, format: str, name: str | None = None):
+        """The Azure job as `az ml job create --file` takes it (format "yaml", a str), or the whole job PUT
+        body azure-ai-ml sends (format "rest", a dict). Lives with the Azure backend; loads no SDK."""
+        from .backends.azure import render
+
+        return render.rest_document(spec, name=name) if format == "rest" else render.to_yaml(spec, name=name)
+
+    def submit(self, spec: JobSpec | str | Path, options: SubmitOptions | None = None, *, local: bool = False,
+               policy: Policy | None = None, sets=None) -> JobInfo:
+        """Submit a job (a retry chain with `policy`); returns at once with its first status. The plan's
+        notes go to notify. Submitting the same spec under the same name follows the job that exists."""
+        spec = self.load(spec, sets)
+        options = options or SubmitOptions()
+        if policy is not None:
+            return self._submit_chain(spec, options, policy, local=local)
+        plan = self.plan(spec, options, local=local)
+        self._tell_notes(plan)
+        return self.submit_plan(plan)
+
+    def submit_plan(self, plan: Plan) -> JobInfo:
+        """Start a planned job on the backend that planned it."""
+        return self._submit_on(plan, self._backend(plan.backend))
+
+    def _submit_on(self, plan: Plan, backend: Backend) -> JobInfo:
+        info = backend.submit(plan)
+        where = backend.where()
+        if where is not None:                 # later commands find the job without flags (jobindex)
+            jobindex.record(info.name, plan.backend, where)
+        return info
+
+    def _tell_notes(self, plan: Plan) -> None:
+        from .backends.base import Notice
+
+        for n in plan.notes or ():
+            if self.notify is not None:
+                self.notify(Notice(n))
+
+    def _submit_chain(self, spec: JobSpec, options: SubmitOptions, policy: Policy, *, local: bool) -> JobInfo:
+        """Attempt 1 of a retry chain named options.name (generated when absent), and the recipe a follower
+        submits the next attempts from. A chain that exists already is followed, not submitted again."""
+        from . import chain as ch
+        from .backends.names import generate_name
+
+        name = options.name or spec.name or generate_name()
+        ch.check_chain_name(name, policy.retries)
+        is_local = local or spec.is_local_compute
+        backend = self._backend(LOCAL if is_local else AZURE)
+        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
+        try:
+            first = self._submit_on(plan, backend)
+        except UsageError as exc:            # the name is taken by another job: say so if it is a chain's
+            raise ch.refused_rerun(backend, name, exc) from None
+        if not ch.belongs(first, name, 1):   # followed a job of that name that is not this chain's attempt 1
+            raise UsageError(f"a job named '{name}' exists and is not attempt 1 of a retry chain; nothing was submitted",
+                             hint="give a new name with --name")
+        # Only now: a re-run that was refused (another spec under this name) must not change what the chain's
+        # next attempts run.
+        ch.save_recipe(name, spec, options.input_paths, is_local)
+        return backend.status(name)
+
+    def advance(self, name: str) -> JobInfo:
+        """The explicit step that drives a retry chain (follow.py takes it): decide, then submit the next
+        attempt when it is due. Any other job: its status."""
+        return self._owner(name).advance(name, self._submit_on)
+
+    # --- reading jobs ----------------------------------------------------------------------------
+    def status(self, name: str, *, local: bool = False) -> JobInfo:
+        return self._owner(name, local).status(name)
+
+    def cancel(self, name: str, *, local: bool = False) -> JobInfo:
+        return self._owner(name, local).cancel(name)
+
+    def logs(self, name: str, *, follow: bool = False, rank: int | None = None, local: bool = False):
+        return self._owner(name, local).logs(name, follow=follow, rank=rank)
+
+    def list(self, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
+             limit: int | None = None, names=None) -> list[JobInfo]:
+        return self._listing(local).list(experiment=experiment, tags=tags, limit=limit, names=names)
+
+    def snapshot(self, names) -> dict:
+        """Current JobInfo of each name: one status() call for a lone job, one list() call per backend for
+        several (so the cost per poll does not grow with the number of jobs); a job seen ending is read
+        once more with status() for its failure details."""
+        by_backend: dict = {}
+        for n in names:
+            b = self._owner(n)
+            by_backend.setdefault(id(b), (b, []))[1].append(n)
+        got = {}
+        for backend, ns in by_backend.values():
+            if len(ns) == 1:
+                got[ns[0]] = backend.status(ns[0])
+                continue
+            listed = {i.name: i for i in backend.list(names=ns)}
+            for n in ns:
+                info = listed.get(n)
+                got[n] = backend.status(n) if info is None or info.terminal else info
+        return got
+
+    # --- following -------------------------------------------------------------------------------
+    def follow(self, names, *, timeout: float | None = None, stream: bool = False,
+               submitted: JobInfo | None = None) -> Iterator[fl.Event]:
+        """Follow jobs to the end as events: with stream (one job), its log lines and start-up progress;
+        else a StatusChanged per change. The last event is Ended; follow.WaitTimeout when `timeout`
+        passes. Retry chains are driven (their next attempts submitted) along the way."""
+        names = list(names)
+        if stream and len(names) == 1:
+            return fl.stream(self, names[0], timeout, first=submitted)
+        return fl.follow(self, names, options=fl.Options(timeout=timeout))
+
+    def wait(self, *names: str, timeout: float | None = None) -> dict:
+        """Block until every job has ended: name -> final JobInfo (status.exit_code turns one into the
+        exit-code contract)."""
+        return fl.wait_all(self, list(names), timeout)
+
+    # --- metrics ---------------------------------------------------------------------------------
+    def metrics(self, name: str, *, keys=None, local: bool = False) -> dict:
+        """Every point of each metric the job logged (Backend.metrics), key -> [MetricPoint]."""
+        return self._owner(name, local).metrics(name, keys=keys)
+
+    def final_metrics(self, name: str, *, local: bool = False) -> dict:
+        """key -> the last point of each metric ({} when none, or when they cannot be read)."""
+        from .errors import DtrainError
+        from .metrics_view import final_values
+
+        try:
+            return final_values(self.metrics(name, local=local))
+        except DtrainError:
+            return {}
+
+    def latest_metric(self, infos, key: str) -> dict:
+        """name -> the latest point of metric `key` of each job, one batched read per backend; a backend
+        that cannot read them now gives none (a metric column is not worth failing a follow for)."""
+        from .errors import DtrainError
+
+        by_backend: dict = {}
+        for i in infos:
+            b = self._owner(i.name)
+            by_backend.setdefault(id(b), (b, []))[1].append(i)
+        got: dict = {}
+        for b, jobs in by_backend.values():
+            try:
+                latest = b.latest_metrics(jobs)
+            except (DtrainError, OSError):
+                continue
+            got.update({n: pts[key] for n, pts in (latest or {}).items() if (pts or {}).get(key) is not None})
+        return got
+
+    def follow_metrics(self, name: str, *, keys=None, local: bool = False,
+                       interval: float = 2.0) -> Iterator[tuple]:
+        """(new points, all points, JobInfo) after each poll of an incremental reader (a poll fetches
+        only what it has not seen), until the job is terminal; the last poll comes after that, so the
+        points logged at the very end are in it."""
+        from .metrics_follow import follow_metrics
+
+        backend = self._owner(name, local)
+        return follow_metrics(backend.metrics_reader(name, keys=keys), lambda: backend.status(name), interval)
+
+    # --- many jobs ---------------------------------------------------------------------------------
+    def run_grid(self, grid, *, local: bool, max_parallel: int | None, wait: bool, input_paths: dict | None = None,
+                 timeout: float | None = None, metric: str | None = None, sleep=None) -> Iterator[fl.Event]:
+        """Submit every member of a grid (grid.py) with at most max_parallel not yet ended, and with wait
+        follow them to the end. Every plan is built before the first submit (a plan error submits nothing)."""
+        from .grid import pending
+
+        jobs = pending(self, grid, local=local, input_paths=input_paths)
+        opts = fl.Options(wait=wait, timeout=timeout, max_parallel=max_parallel, metric=metric)
+        if sleep is not None:
+            opts.sleep = sleep
+        return fl.follow(self, (), pending=jobs, options=opts)
+
+    def watch(self, names=None, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
+              interval: float = 5.0, metric: str | None = None):
+        """A watch of many jobs (watch.py): what it judges, and its events (a Polled per interval)."""
+        from .watch import Watch
+
+        return Watch(self, self._listing(local), names, experiment, tags, interval, metric)
+
+    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
+        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py)."""
+        from .backends.local.clean import clean, parse_age
+
+        return clean(self._backend(LOCAL).inner, parse_age(older_than), dry_run=dry_run,
+                     snapshots_only=snapshots_only)

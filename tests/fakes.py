@@ -1,0 +1,119 @@
+"""A fake backend registered the real way (backends.register_backend), for tests of the runner, the
+follower, chains, grids and the CLI in-process. It holds jobs in memory; each job moves through a script
+of statuses, one step per status read. It proves how dtrain drives a backend, not how a backend works:
+the real ones are tested end to end (local processes, the Azure ML emulator)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from dtrain.backends import BackendKind, register_backend, unregister_backend
+from dtrain.backends.base import Backend, JobInfo, LogLine, MetricPoint
+from dtrain.errors import BackendError, JobNotFound
+
+
+@dataclass
+class FakePlan:
+    name: str
+    tags: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    command: str = ""
+    backend: str = "local"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "tags": self.tags, "command": self.command}
+
+
+class FakeBackend(Backend):
+    """script: the statuses a new job goes through (one per status read, the last one stays); scripts[name]
+    overrides it for one job. fail_submits[name]: that many submits raise BackendError (throttling) first."""
+
+    poll_cap_s = 0.01
+
+    def __init__(self, kind: str = "local", script=("Queued", "Running", "Completed")):
+        self.name = kind
+        self.script = list(script)
+        self.scripts: dict = {}
+        self.fail_submits: dict = {}
+        self.lines: dict = {}
+        self.points: dict = {}
+        self.jobs: dict = {}          # name -> JobInfo as last read
+        self._steps: dict = {}        # name -> remaining statuses
+        self.submitted: list = []     # every submit that started a job, in order
+        self.submit_calls: list = []
+        self.canceled: list = []
+        self.stopped: list = []
+        self.reads: dict = {}
+        self.max_active = 0
+        self._names = (f"fake_job_{i}" for i in itertools.count(1))
+
+    # --- scripting -------------------------------------------------------------------------------
+    def add(self, info: JobInfo, then=()) -> JobInfo:
+        """A job that exists already (submitted elsewhere, or earlier), with what comes after it."""
+        self.jobs[info.name] = info
+        self._steps[info.name] = list(then)
+        return info
+
+    def active(self) -> int:
+        return sum(1 for i in self.jobs.values() if not i.terminal)
+
+    # --- the protocol ------------------------------------------------------------------------------
+    def plan(self, spec, options):
+        return FakePlan(options.name or spec.name or next(self._names), dict(options.tags),
+                        command=spec.data.get("command", ""), backend=self.name)
+
+    def submit(self, plan):
+        self.submit_calls.append(plan.name)
+        if self.fail_submits.get(plan.name):
+            self.fail_submits[plan.name] -= 1
+            raise BackendError("Azure ML failed to submit (HTTP 429): throttled")
+        if plan.name in self.jobs:                      # idempotent: the job exists, follow it
+            return self.jobs[plan.name]
+        steps = list(self.scripts.get(plan.name, self.script))
+        info = JobInfo(name=plan.name, backend=self.name, status=steps.pop(0), tags=dict(plan.tags))
+        self.submitted.append(plan.name)
+        self.add(info, steps)
+        self.max_active = max(self.max_active, self.active())
+        return info
+
+    def status(self, name):
+        if name not in self.jobs:
+            raise JobNotFound(f"no job named '{name}'")
+        self.reads[name] = self.reads.get(name, 0) + 1
+        steps = self._steps[name]
+        if steps:
+            info = self.jobs[name]
+            status = steps.pop(0)
+            ended = "2026-01-01T00:00:00+00:00" if status in ("Completed", "Failed", "Canceled", "NotResponding") else None
+            self.jobs[name] = JobInfo(**{**info.__dict__, "status": status, "ended": ended})
+        return self.jobs[name]
+
+    def list(self, *, experiment=None, tags=None, limit=None, names=None):
+        return [self.status(n) for n in (names if names is not None else list(self.jobs))]
+
+    def logs(self, name, *, follow=False, rank=None):
+        self.status(name)
+        for i, text in enumerate(self.lines.get(name, [])):
+            yield LogLine(text, rank=0, node=0)
+
+    def cancel(self, name):
+        self.status(name)
+        self.canceled.append(name)
+        self._steps[name] = []
+        self.jobs[name] = JobInfo(**{**self.jobs[name].__dict__, "status": "Canceled"})
+        return self.jobs[name]
+
+    def stop(self, name):
+        self.stopped.append(name)
+
+    def metrics(self, name, *, keys=None):
+        self.status(name)
+        pts = self.points.get(name, {})
+        return {k: [MetricPoint(s, v, 0) for s, v in p] for k, p in pts.items() if keys is None or k in keys}
+
+
+def register(fake: FakeBackend):
+    """Register `fake` under its kind; returns what to call to put the real one back."""
+    old = register_backend(BackendKind(fake.name, lambda **_: fake, holds=lambda n: n in fake.jobs,
+                                       workspace_flags=False))
+    return lambda: unregister_backend(fake.name, old)
