@@ -97,33 +97,42 @@ class Str(Field):
             return
         if not isinstance(v, str):
             what = "one of " + ", ".join(self.enum) if self.enum else "a string"
-            hint = None
-            if isinstance(v, (int, float, bool)):
-                quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
-                if not quoted_ok and self.number_hint and not isinstance(v, bool):
-                    hint = self.number_hint(v)
-                elif quoted_ok:
-                    hint = "quote the value"
-                else:
-                    hint = self.pattern_hint
-            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=hint, code="type")
+            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=self._non_string_hint(v), code="type")
             return
-        if self.enum is not None:
-            cand = self.casing(v) if self.casing else v
-            allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
-            if cand not in allowed:
-                dym = did_you_mean(v, self.enum)
-                c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
-                        hint=f"did you mean '{dym}'?" if dym else None, code="enum")
-                return
+        if self.enum is not None and not self._check_enum(v, path, c):
+            return
         if self.max_len and len(v) > self.max_len:
             c.error(path, f"is {len(v)} characters long; at most {self.max_len} allowed", code="range")
         if self.pattern and not self.pattern.fullmatch(v):
-            what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
-            hint = self.pattern_hint
-            if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
-                hint = self.number_hint(int(v))
-            c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
+            self._pattern_error(v, path, c)
+
+    def _non_string_hint(self, v) -> str | None:
+        """For a number or boolean where a string belongs: quoting, unless the quoted value is still wrong."""
+        if not isinstance(v, (int, float, bool)):
+            return None
+        quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
+        if quoted_ok:
+            return "quote the value"
+        if self.number_hint and not isinstance(v, bool):
+            return self.number_hint(v)
+        return self.pattern_hint
+
+    def _check_enum(self, v: str, path, c) -> bool:
+        cand = self.casing(v) if self.casing else v
+        allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
+        if cand in allowed:
+            return True
+        dym = did_you_mean(v, self.enum)
+        c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
+                hint=f"did you mean '{dym}'?" if dym else None, code="enum")
+        return False
+
+    def _pattern_error(self, v: str, path, c) -> None:
+        what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
+        hint = self.pattern_hint
+        if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
+            hint = self.number_hint(int(v))
+        c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
 
     def json(self):
         d: dict = {"type": ["string", "null"] if self.allow_null else "string"}

@@ -42,26 +42,7 @@ def apply(data: dict, sets: list[str], locations: dict) -> dict:
             raise UsageError(f"--set '{item}' has no '='", hint="write --set path=value, e.g. --set resources.instance_count=2")
         key, _, raw = item.partition("=")
         path = parse_path(key.strip())
-        value = parse_value(raw)
-        node: dict | list = data
-        for i, p in enumerate(path[:-1]):
-            nxt = node[p] if isinstance(node, list) and isinstance(p, int) and p < len(node) else (
-                node.get(p) if isinstance(node, dict) else None)
-            if not isinstance(nxt, (dict, list)):
-                if not isinstance(node, dict):
-                    raise UsageError(f"--set '{item}': {'.'.join(map(str, path[:i + 1]))} is not a mapping")
-                nxt = {}
-                node[p] = nxt
-            node = nxt
-        last = path[-1]
-        if isinstance(node, list):
-            if not isinstance(last, int) or last >= len(node):
-                raise UsageError(f"--set '{item}': index out of range")
-            node[last] = value
-        elif isinstance(node, dict):
-            node[last] = value
-        else:
-            raise UsageError(f"--set '{item}': cannot set inside a {type(node).__name__}")
+        _set(data, path, parse_value(raw), item)
         # A diagnostic about this value names it by this label: a secret's value stays out of it.
         label = f"--set {key.strip()}=***" if any(isinstance(p, str) and looks_secret(p) for p in path) \
             else f"--set {item}"
@@ -69,3 +50,37 @@ def apply(data: dict, sets: list[str], locations: dict) -> dict:
         for k in [k for k in locations if k[:len(path)] == path and k != path]:
             locations[k] = label
     return data
+
+
+def _set(data: dict, path: tuple, value, item: str) -> None:
+    """Put value at path, creating mappings on the way, as az ml's --set does."""
+    node = _parent(data, path, item)
+    last = path[-1]
+    if isinstance(node, list):
+        if not isinstance(last, int) or last >= len(node):
+            raise UsageError(f"--set '{item}': index out of range")
+        node[last] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise UsageError(f"--set '{item}': cannot set inside a {type(node).__name__}")
+
+
+def _parent(data: dict, path: tuple, item: str):
+    """The container that holds path's last part; missing mappings on the way are created."""
+    node: dict | list = data
+    for i, p in enumerate(path[:-1]):
+        nxt = _child(node, p)
+        if not isinstance(nxt, (dict, list)):
+            if not isinstance(node, dict):
+                raise UsageError(f"--set '{item}': {'.'.join(map(str, path[:i + 1]))} is not a mapping")
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    return node
+
+
+def _child(node, p):
+    if isinstance(node, list):
+        return node[p] if isinstance(p, int) and p < len(node) else None
+    return node.get(p) if isinstance(node, dict) else None

@@ -155,42 +155,55 @@ def _check_refs(data: dict, c: Collector) -> None:
 
 
 def _check_paths(data: dict, c: Collector, base_dir: Path) -> None:
-    code = data.get("code")
-    if isinstance(code, str) and not is_remote_ref(code):
-        local = code[5:] if code.startswith("file:") else code
-        if not (base_dir / local).exists():
-            c.error(("code",), f"code folder '{code}' does not exist (relative to {base_dir})",
-                    hint="`code` is resolved against the spec's folder; fix the path or create it",
-                    code="missing-path")
+    _check_code_path(data.get("code"), c, base_dir)
     env = data.get("environment")
+    env_dir = base_dir
     if isinstance(env, str) and env.startswith("file:"):
-        env, base_dir = _environment_file(env, c, base_dir)
+        env, env_dir = _environment_file(env, c, base_dir)
     if isinstance(env, dict):
-        cf = env.get("conda_file")
-        if isinstance(cf, str) and not is_remote_ref(cf) and not (base_dir / cf).is_file():
-            c.error(("environment", "conda_file"), f"conda file '{cf}' does not exist", code="missing-path",
-                    hint="the path is relative to the spec's folder")
-        b = env.get("build") or {}
-        bp = b.get("path") if isinstance(b, dict) else None
-        if isinstance(bp, str) and not is_remote_ref(bp) and not (base_dir / bp).exists():
-            c.error(("environment", "build", "path"), f"build context '{bp}' does not exist",
-                    code="missing-path", hint="the path is relative to the spec's folder")
-        if not env.get("image") and not env.get("build"):
-            c.error(("environment",), "an inline environment needs `image:` or `build:`", code="required",
-                    hint="e.g. image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04")
+        _check_environment_paths(env, c, env_dir)
     for name, v in _dict(data.get("inputs")).items():
-        if isinstance(v, dict) and isinstance(v.get("path"), str):
-            p = v["path"]
-            if not is_remote_ref(p):
-                local = p[5:] if p.startswith("file:") else p
-                if not (base_dir / local).exists():
-                    # A warning, not an error: Azure's SDK accepts the spec and fails only at upload.
-                    c.warning(("inputs", name, "path"), f"input '{name}': local path '{p}' does not exist; "
-                              "submitting will fail to upload it",
-                              hint="fix the path, or use azureml:NAME:VERSION", code="missing-path")
-                elif str(v.get("type", "uri_folder")).lower() == "uri_file" and (base_dir / local).is_dir():
-                    c.error(("inputs", name, "path"), f"input '{name}' is type uri_file but '{p}' is a folder",
-                            hint="use `type: uri_folder`", code="type")
+        if isinstance(v, dict) and isinstance(v.get("path"), str) and not is_remote_ref(v["path"]):
+            _check_input_path(name, v, c, base_dir)
+
+
+def _check_code_path(code, c: Collector, base_dir: Path) -> None:
+    if not isinstance(code, str) or is_remote_ref(code):
+        return
+    local = code[5:] if code.startswith("file:") else code
+    if not (base_dir / local).exists():
+        c.error(("code",), f"code folder '{code}' does not exist (relative to {base_dir})",
+                hint="`code` is resolved against the spec's folder; fix the path or create it",
+                code="missing-path")
+
+
+def _check_environment_paths(env: dict, c: Collector, base_dir: Path) -> None:
+    """An inline environment (or one read from file:, whose paths are relative to its own folder)."""
+    cf = env.get("conda_file")
+    if isinstance(cf, str) and not is_remote_ref(cf) and not (base_dir / cf).is_file():
+        c.error(("environment", "conda_file"), f"conda file '{cf}' does not exist", code="missing-path",
+                hint="the path is relative to the spec's folder")
+    b = env.get("build") or {}
+    bp = b.get("path") if isinstance(b, dict) else None
+    if isinstance(bp, str) and not is_remote_ref(bp) and not (base_dir / bp).exists():
+        c.error(("environment", "build", "path"), f"build context '{bp}' does not exist",
+                code="missing-path", hint="the path is relative to the spec's folder")
+    if not env.get("image") and not env.get("build"):
+        c.error(("environment",), "an inline environment needs `image:` or `build:`", code="required",
+                hint="e.g. image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04")
+
+
+def _check_input_path(name: str, v: dict, c: Collector, base_dir: Path) -> None:
+    p = v["path"]
+    local = p[5:] if p.startswith("file:") else p
+    if not (base_dir / local).exists():
+        # A warning, not an error: Azure's SDK accepts the spec and fails only at upload.
+        c.warning(("inputs", name, "path"), f"input '{name}': local path '{p}' does not exist; "
+                  "submitting will fail to upload it",
+                  hint="fix the path, or use azureml:NAME:VERSION", code="missing-path")
+    elif str(v.get("type", "uri_folder")).lower() == "uri_file" and (base_dir / local).is_dir():
+        c.error(("inputs", name, "path"), f"input '{name}' is type uri_file but '{p}' is a folder",
+                hint="use `type: uri_folder`", code="type")
 
 
 def _environment_file(ref: str, c: Collector, base_dir: Path):
