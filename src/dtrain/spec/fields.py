@@ -7,6 +7,7 @@ import difflib
 import re
 
 from .diagnostics import Collector
+from .secrets import looks_secret
 from .yamlload import type_name
 
 
@@ -147,8 +148,8 @@ class Str(Field):
 
 
 class Int(Field):
-    def __init__(self, doc="", *, min=None, max=None):
-        self.doc, self.min, self.max = doc, min, max
+    def __init__(self, doc="", *, min=None, max=None, max_hint=None):
+        self.doc, self.min, self.max, self.max_hint = doc, min, max, max_hint
 
     def check(self, v, path, c):
         whole = _whole_number(v)
@@ -167,7 +168,7 @@ class Int(Field):
         if self.min is not None and v < self.min:
             c.error(path, f"must be at least {self.min}, got {v}", code="range")
         if self.max is not None and v > self.max:
-            c.error(path, f"must be at most {self.max}, got {v}", code="range")
+            c.error(path, f"must be at most {self.max}, got {v}", hint=self.max_hint, code="range")
 
     def json(self):
         d = {"type": "integer"}
@@ -218,6 +219,35 @@ class Scalar(Field):
 
     def describe(self):
         return "string | number | boolean"
+
+
+class EnvValue(Field):
+    """An environment variable's value. The REST body holds strings (or null); azure-ai-ml sends a
+    number or boolean as written and the service refuses the job (400), so it is refused here."""
+
+    doc = ""
+
+    def check(self, v, path, c):
+        if v is None or isinstance(v, str):
+            return
+        key = str(path[-1]) if path else "value"
+        secret = looks_secret(key)
+        quoted = f'quote it: {key}: "{_yaml_text(v)}"' if isinstance(v, (int, float, bool)) and not secret \
+            else "write a string; quote numbers and booleans"
+        # The value is not echoed: a secret-looking key's value must not reach a terminal or CI log.
+        c.add("error", path, f"environment variable '{key}' must be a string, got {type_name(v)}",
+              hint=quoted + " (Azure ML refuses other values)", code="type", redact=secret)
+
+    def json(self):
+        return self._j({"type": ["string", "null"]})
+
+    def describe(self):
+        return "string"
+
+
+def _yaml_text(v) -> str:
+    """A scalar as YAML wrote it: true, not True."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 class AnyValue(Field):
