@@ -42,6 +42,8 @@ VARIANTS = {
         "loc": {"path": "data"}, "locf": {"type": "uri_file", "path": "data/f.txt"},
         "bind": {"type": "uri_folder", "path": "${{parent.inputs.y}}"}},
         "command": "python a.py ${{inputs.i}} ${{inputs.fo}}"},
+    "typed_input": {"inputs": {"x": {"type": "integer", "default": 2}}},
+    "typed_input_value": {"inputs": {"x": {"type": "string", "value": "a"}}},
     "input_mode_wrong_for_type": {"inputs": {"x": {"type": "uri_file", "path": "azureml:a:1", "mode": "eval_mount"}}},
     "outputs": {"outputs": {
         "o1": {"type": "uri_folder", "mode": "rw_mount"},

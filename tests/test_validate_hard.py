@@ -64,3 +64,69 @@ def test_counts_beyond_int32_are_refused(write, where, text):
 def test_instance_count_beyond_int32_through_set(write):
     (err,) = _errors(write("job.yml", BASE), ["resources.instance_count=2147483648"])
     assert err.file == "--set resources.instance_count=2147483648"
+
+
+# --set values that are not YAML, and overrides that change a literal input's type
+
+EPOCHS = BASE.replace("python train.py", "python train.py --epochs ${{inputs.epochs}}") + "inputs:\n  epochs: 2\n"
+
+
+@pytest.mark.parametrize("value", ["[1", "{a: 1", "'x", '"x', "[1, {a: 2]"])
+def test_set_value_that_is_not_yaml_is_an_error_naming_the_flag(write, value):
+    (err,) = _errors(write("job.yml", EPOCHS), [f"inputs.epochs={value}"])
+    assert err.code == "bad-override" and err.file == f"--set inputs.epochs={value}"
+    assert "not valid YAML" in err.message
+
+
+def test_parse_value_names_the_flag_it_is_given():
+    from dtrain.errors import UsageError
+    from dtrain.spec.overrides import parse_override, parse_value
+
+    with pytest.raises(UsageError) as ei:
+        parse_override("inputs.lr=[0.1", flag="--matrix")
+    assert ei.value.message.startswith("--matrix 'inputs.lr=[0.1'") and ei.value.exit_code == 2
+    assert parse_value("[1, 2]") == [1, 2] and parse_value("a [b") == "a [b"  # a plain string stays one
+    assert parse_value("'[1'") == "[1"
+
+
+def test_a_secret_set_value_that_is_not_yaml_is_not_echoed(write):
+    (err,) = _errors(write("job.yml", BASE), ["environment_variables.API_KEY=[hf_secret"])
+    assert "hf_secret" not in err.message + (err.file or "")
+
+
+def test_override_changing_a_literal_inputs_type_warns(write):
+    p = write("job.yml", EPOCHS)
+    _, diags = load_spec(p, ["inputs.epochs=ten"])
+    (w,) = diags
+    assert w.code == "override-type" and w.file == "--set inputs.epochs=ten" and "an integer" in w.message
+    assert load_spec(p, ["inputs.epochs=3"])[1] == []          # same type: quiet
+    assert load_spec(p, ["inputs.epochs=2.5"])[1] == []        # a number still
+
+
+def test_override_of_a_value_wrapped_literal_warns(write):
+    p = write("job.yml", EPOCHS.replace("epochs: 2", "epochs: {value: true}"))
+    (w,) = load_spec(p, ["inputs.epochs.value=yes please"])[1]
+    assert w.code == "override-type" and "a boolean" in w.message
+
+
+@pytest.mark.parametrize("t,default,hint", [
+    ("integer", "2", "write `epochs: 2`"),
+    ("integer", "x", "write `epochs: x` (the default is not an integer)"),
+    ("boolean", "true", "write `epochs: true`"),
+    ("number", "'0.1'", "write `epochs: 0.1` (the default is not a number)"),
+])
+def test_typed_inputs_are_a_components_and_refused_with_the_literal_to_write(write, t, default, hint):
+    # azure-ai-ml's load_job refuses `type: integer` in a command job (test_rest_parity's typed_input)
+    p = write("job.yml", EPOCHS.replace("epochs: 2", f"epochs: {{type: {t}, default: {default}}}"))
+    (err,) = _errors(p)
+    assert (err.code, err.line, err.hint) == ("enum", 5, hint)
+
+
+def test_cli_validate_refuses_an_unclosed_set_value_and_warns_on_a_type_change(cli, write):
+    p = write("job.yml", EPOCHS)
+    r = cli("validate", p, "--set", "inputs.epochs=[1")
+    assert r.returncode == 2 and "--set inputs.epochs=[1" in r.stderr and "bad-override" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = cli("validate", p, "--set", "inputs.epochs=many")
+    assert r.returncode == 0 and "override-type" in r.stderr
+    assert cli("validate", p, "--strict", "--set", "inputs.epochs=many").returncode == 2

@@ -68,6 +68,44 @@ INPUT = Tagged({
 LITERAL_VALUE = Map({"value": Scalar("The literal value.")}, "A literal wrapped as {value: ...}.", required=("value",))
 
 
+# Typed inputs (`type: integer, default: 2`) are a component's; azure-ai-ml's load_job refuses them
+# in a command job, where an input is the literal itself.
+_COMPONENT_TYPES = {"integer", "number", "boolean", "string"}
+
+
+def _typed_input(v: dict, path, c) -> None:
+    name = path[-1] if path else "x"
+    given = next((k for k in ("default", "value") if k in v), None)
+    example = _literal_example(v, given)
+    c.error(path + ("type",), f"input '{name}': `type: {v['type']}` declares a component input; in a command "
+            "job an input is its literal value", code="enum",
+            hint=f"write `{name}: {example}`" + (f" (the {given} is not {_article(v['type'])})"
+                                                 if given and not _fits(v[given], v["type"]) else ""))
+
+
+def _literal_example(v: dict, given) -> str:
+    if given is None:
+        return {"integer": "2", "number": "0.1", "boolean": "true"}.get(str(v["type"]).lower(), "text")
+    value = v[given]
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _article(t) -> str:
+    t = str(t).lower()
+    return {"integer": "an integer", "number": "a number", "boolean": "a boolean"}.get(t, "a string")
+
+
+def _fits(value, t) -> bool:
+    t = str(t).lower()
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
 class InputField(UnionField):
     """A literal (string, number, boolean), {value: literal}, or an asset mapping with type/path/mode."""
 
@@ -75,7 +113,9 @@ class InputField(UnionField):
         super().__init__(Scalar(), INPUT, doc="A literal or an asset input.")
 
     def check(self, v, path, c):
-        if isinstance(v, dict) and "value" in v and "type" not in v and "path" not in v:
+        if isinstance(v, dict) and str(v.get("type", "")).lower() in _COMPONENT_TYPES:
+            _typed_input(v, path, c)
+        elif isinstance(v, dict) and "value" in v and "type" not in v and "path" not in v:
             LITERAL_VALUE.check(v, path, c)
         else:
             super().check(v, path, c)

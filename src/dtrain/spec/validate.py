@@ -60,7 +60,7 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
         raise SpecError(c.sorted())
     c.locations.update(loaded.locations)
     data = loaded.data  # freshly built by the loader: ours to override and normalise in place
-    _overrides.apply(data, sets or [], c.locations)
+    _overrides.apply(data, sets or [], c.locations, c)
     if not _check_kind(data, c):
         raise SpecError(c.sorted())
     _check_preview_shapes(data, c)
