@@ -130,3 +130,36 @@ def test_cli_validate_refuses_an_unclosed_set_value_and_warns_on_a_type_change(c
     r = cli("validate", p, "--set", "inputs.epochs=many")
     assert r.returncode == 0 and "override-type" in r.stderr
     assert cli("validate", p, "--strict", "--set", "inputs.epochs=many").returncode == 2
+
+
+# Waiving a rule for one job: load_spec(..., allow={CODE})
+
+OVERSUBSCRIBED = BASE + ("distribution: {type: pytorch, process_count_per_instance: 9}\n"
+                         "resources: {instance_type: Standard_ND96isr_H100_v5}\n")
+
+
+def test_a_waived_rule_is_a_warning_that_says_so(write):
+    p = write("job.yml", OVERSUBSCRIBED)
+    assert [d.code for d in _errors(p)] == ["gpu-oversubscribed"]
+    spec, diags = load_spec(p, allow={"gpu-oversubscribed"})
+    (w,) = diags
+    assert (w.severity, w.code, w.line) == ("warning", "gpu-oversubscribed", 4)
+    assert "waived by --allow gpu-oversubscribed" in w.message and spec.processes_per_node == 9
+
+
+def test_waiving_one_rule_leaves_the_others_errors(write):
+    p = write("job.yml", OVERSUBSCRIBED + "limits: {timeout: 0}\n")
+    assert [d.code for d in _errors(p, None)] == ["gpu-oversubscribed", "range"]
+    with pytest.raises(SpecError) as ei:
+        load_spec(p, allow=["gpu-oversubscribed"])
+    assert [d.code for d in ei.value.diagnostics if d.severity == "error"] == ["range"]
+
+
+@pytest.mark.parametrize("code", ["type", "unknown-key", "undefined-ref", "no-such-rule"])
+def test_rules_that_protect_the_body_cannot_be_waived(write, code):
+    from dtrain.errors import UsageError
+
+    with pytest.raises(UsageError) as ei:
+        load_spec(write("job.yml", BASE), allow={code})
+    assert code in ei.value.message and ei.value.exit_code == 2
+    assert "gpu-oversubscribed" in ei.value.hint and "double-launch" in ei.value.hint

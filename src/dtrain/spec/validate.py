@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SpecError, UsageError
@@ -39,8 +40,32 @@ _TORCH_LAUNCHERS = re.compile(r"(^|[\s;&|(])(torchrun|python[\d.]*\s+-m\s+torch\
 _MPI_LAUNCHERS = re.compile(r"(^|[\s;&|(])(mpirun|mpiexec)(\s|$)")
 
 
-def load_spec(path: str | os.PathLike, sets: list[str] | None = None) -> tuple[JobSpec, list]:
-    """Read, override, validate. Returns (spec, warnings+notes); raises SpecError with every diagnostic."""
+# Rules a user may waive for one job (--allow CODE): each guards against a job that runs badly or
+# not at all although the body is one the service accepts. Schema, type, unknown-key, reference and
+# path rules are not waivable: waiving them would send a body the SDK or the service refuses.
+WAIVABLE = {
+    "gpu-oversubscribed": "more processes per node than the VM size has GPUs",
+    "double-launch": "torchrun / mpirun inside a job Azure ML already launches",
+    "duplicate-key": "a key twice in one mapping with different values (YAML keeps the last)",
+}
+
+
+def check_allow(allow) -> frozenset:
+    """The codes of --allow, checked: a UsageError (exit 2) naming the waivable codes for any other."""
+    codes = frozenset(allow or ())
+    bad = sorted(codes - WAIVABLE.keys())
+    if bad:
+        raise UsageError(f"--allow {', '.join(bad)}: not a rule that can be waived",
+                         hint="waivable: " + ", ".join(sorted(WAIVABLE)) + " (schema, type and unknown-key "
+                              "errors cannot be: the service would refuse the job)")
+    return codes
+
+
+def load_spec(path: str | os.PathLike, sets: list[str] | None = None, allow=None) -> tuple[JobSpec, list]:
+    """Read, override, validate. Returns (spec, warnings+notes); raises SpecError with every diagnostic.
+
+    allow: codes of WAIVABLE rules whose errors become warnings saying they were waived."""
+    allowed = check_allow(allow)
     p = Path(path)
     c = Collector(file=str(path))
     try:
@@ -51,10 +76,10 @@ def load_spec(path: str | os.PathLike, sets: list[str] | None = None) -> tuple[J
         raise UsageError(f"{path}: is a folder, not a job YAML", hint="give the path of a job YAML") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
-    return validate_text(raw, c, base_dir=p.resolve().parent, source=p, sets=sets)
+    return validate_text(raw, c, base_dir=p.resolve().parent, source=p, sets=sets, allow=allowed)
 
 
-def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = None, sets=None):
+def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = None, sets=None, allow=()):
     loaded = load_text(raw, c)
     if loaded is None:
         raise SpecError(c.sorted())
@@ -69,10 +94,19 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
     # Semantic checks run even when the schema found errors, so every problem is reported at once;
     # they read values through _dict/_int and skip what has the wrong shape (already reported).
     _check_semantics(data, c, base_dir)
+    _waive(c, check_allow(allow))
     if c.errors:
         raise SpecError(c.sorted())
     spec = JobSpec(data=data, base_dir=base_dir, source=source, locations=dict(c.locations))
     return spec, c.sorted()
+
+
+def _waive(c: Collector, allow: frozenset) -> None:
+    """Errors of waived rules become warnings that say so (and name the flag that waived them)."""
+    if not allow:
+        return
+    c.items = [replace(d, severity="warning", message=f"{d.message} (waived by --allow {d.code})")
+               if d.severity == "error" and d.code in allow else d for d in c.items]
 
 
 def _apply_coercions(data: dict, coercions) -> None:
