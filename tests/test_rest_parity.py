@@ -30,7 +30,7 @@ VARIANTS = {
     "tags_int": {"tags": {"a": 1}},
     "tags_none": {"tags": {"a": None}},
     "properties": {"properties": {"a": "1"}},
-    "envvars": {"environment_variables": {"A": 1, "B": True, "C": "x", "D": 1.5, "E": None}},
+    "envvars": {"environment_variables": {"A": "1", "B": "true", "C": "x", "E": None}},
     "inputs": {"inputs": {
         "i": 1, "f": 0.001, "b": True, "s": "str", "big": 1e20, "v": {"value": 3}, "n": None,
         "fo": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/x/", "mode": "download"},
@@ -42,6 +42,8 @@ VARIANTS = {
         "loc": {"path": "data"}, "locf": {"type": "uri_file", "path": "data/f.txt"},
         "bind": {"type": "uri_folder", "path": "${{parent.inputs.y}}"}},
         "command": "python a.py ${{inputs.i}} ${{inputs.fo}}"},
+    "typed_input": {"inputs": {"x": {"type": "integer", "default": 2}}},
+    "typed_input_value": {"inputs": {"x": {"type": "string", "value": "a"}}},
     "input_mode_wrong_for_type": {"inputs": {"x": {"type": "uri_file", "path": "azureml:a:1", "mode": "eval_mount"}}},
     "outputs": {"outputs": {
         "o1": {"type": "uri_folder", "mode": "rw_mount"},
@@ -170,7 +172,18 @@ STRICTER = {"shm_no_unit": {"resources": {"shm_size": "16"}},
             "mpirun_in_mpi_job": {"command": "mpirun python a.py", "distribution": {"type": "mpi"}},
             "more_processes_than_gpus": {"distribution": {"type": "pytorch", "process_count_per_instance": 9},
                                          "resources": {"instance_type": "Standard_ND96isr_H100_v5"}},
-            "uri_file_input_is_a_folder": {"inputs": {"x": {"type": "uri_file", "path": "data"}}}}
+            "uri_file_input_is_a_folder": {"inputs": {"x": {"type": "uri_file", "path": "data"}}},
+            # the SDK sends these as written; the REST body's environmentVariables are strings
+            "envvar_int": {"environment_variables": {"A": 1}},
+            "envvar_bool": {"environment_variables": {"B": True}},
+            "envvar_float": {"environment_variables": {"D": 1.5}},
+            # ...and these counts are int32 there
+            "instance_count_over_int32": {"resources": {"instance_count": 2**31}},
+            "max_instance_count_over_int32": {"resources": {"max_instance_count": 2**31}},
+            "processes_over_int32": {"distribution": {"type": "pytorch", "process_count_per_instance": 2**31}},
+            "mpi_processes_over_int32": {"distribution": {"type": "mpi", "process_count_per_instance": 2**31}},
+            "workers_over_int32": {"distribution": {"type": "tensorflow", "worker_count": 2**31,
+                                                    "parameter_server_count": 2**31}}}
 
 
 @pytest.fixture

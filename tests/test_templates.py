@@ -160,3 +160,25 @@ def test_a_new_job_resumes_from_the_last_checkpoint(cli, tmp_path):
     assert re.search(rf"resumed from step {steps_1}\b", second.stdout), second.stdout[-2000:]
     steps_2 = int(re.findall(r"final_loss=\S+ step=(\d+)", second.stdout)[-1])
     assert steps_2 == 2 * steps_1
+
+
+def test_init_refuses_over_existing_scripts_and_writes_nothing(cli, tmp_path):
+    from dtrain.errors import UsageError
+    from dtrain.templates import init
+
+    d = tmp_path / "proj"
+    (d / "src").mkdir(parents=True)
+    (d / "src" / "common.py").write_text("mine\n")
+    r = cli("init", d, "-t", "single-node")
+    assert r.returncode == 2 and str(d / "src" / "common.py") in r.stderr
+    assert (d / "src" / "common.py").read_text() == "mine\n"
+    assert sorted(p.name for p in d.rglob("*")) == ["common.py", "src"]    # no half template
+    with pytest.raises(UsageError):
+        init(d, "single-node")
+    written = init(d, "single-node", force=True)
+    assert (d / "src" / "common.py").read_text() != "mine\n" and d / "job.yml" in written
+
+
+def test_init_with_a_folder_name_too_long_is_a_usage_error(cli, tmp_path):
+    r = cli("init", tmp_path / ("x" * 300), "-t", "single-node")
+    assert r.returncode == 2 and "too long" in r.stderr and "Traceback" not in r.stderr

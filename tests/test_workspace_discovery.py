@@ -279,3 +279,22 @@ def test_config_command_shows_each_part_and_its_source_without_the_sdk(tmp_path)
     assert r.returncode == 6 and got["missing"] == ["subscription_id", "workspace_name"]
     assert "missing subscription id" in r.stderr and f"ignored {cfg}" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_deeply_nested_config_json_is_a_config_problem_not_a_crash(tmp_path, clean_env):
+    import subprocess
+    import sys
+
+    deep = "[" * 100_000 + "]" * 100_000     # json recurses per level: RecursionError unless caught
+    put(tmp_path, "proj/config.json", deep)
+    (tmp_path / "proj" / "sub").mkdir()
+    r = wsmod.resolution(start=tmp_path / "proj" / "sub", environ={})
+    assert r.config_file == str(tmp_path / "proj" / "config.json") and "nests too deeply" in r.config_problem
+    d = az_dir(tmp_path, group="g")
+    (d / "azureProfile.json").write_text(deep)
+    assert set(wsmod.az_defaults({"AZURE_CONFIG_DIR": str(d)})) == {"resource_group"}   # the profile ignored
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    p = subprocess.run([sys.executable, "-m", "dtrain", "config"], cwd=tmp_path / "proj" / "sub",
+                       env=_cli_env(tmp_path, PYTHONPATH=src, DTRAIN_HOME=str(tmp_path / "home")),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 6 and str(tmp_path / "proj" / "config.json") in p.stderr, p.stderr

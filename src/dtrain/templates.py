@@ -6,6 +6,8 @@ modules it imports, retargeted to a VM size and node count. No Azure SDK, no net
 """
 from __future__ import annotations
 
+import errno
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -164,24 +166,46 @@ def size_note(instance_type: str | None) -> str | None:
 
 def init(directory: Path, name: str, instance_type: str | None = None, nodes: int | None = None,
          force: bool = False) -> list[Path]:
+    """Write DIR/job.yml and DIR/src/<scripts>. Every destination is checked before anything is written:
+    files that exist are a UsageError listing them (exit 2), unless force; then nothing was changed."""
     t = get(name)
     directory = Path(directory)
     job = directory / "job.yml"
     src = directory / "src"
-    if job.exists() and not force:
-        raise UsageError(f"{job} already exists", hint="choose another folder, or pass --force to overwrite")
     text = render_init(t, instance_type, nodes)
+    scripts = script_files(t.script) if t.script else []
+    dests = [job, *(src / f.name for f in scripts)]
+    try:
+        existing = [d for d in dests if os.path.lexists(d)] + _blocking_files(directory, src)
+    except OSError as exc:
+        raise _cannot_write(directory, exc) from None
+    if existing and not force:
+        listed = ", ".join(str(d) for d in existing)
+        raise UsageError(f"the template would overwrite what already exists: {listed}; nothing was written",
+                         hint="choose another folder, or pass --force to overwrite them")
     written = []
     try:
         src.mkdir(parents=True, exist_ok=True)
-        for f in script_files(t.script) if t.script else []:
-            dest = src / f.name
+        for f, dest in zip(scripts, dests[1:]):
             shutil.copyfile(f, dest)
             written.append(dest)
         tmp = job.with_suffix(".yml.tmp")
         tmp.write_text(text)
         tmp.replace(job)
     except OSError as exc:
-        raise UsageError(f"cannot write into {directory}: {exc.strerror or exc}",
-                         hint="choose a folder you can write to") from None
+        raise _cannot_write(directory, exc) from None
     return [job, *written]
+
+
+def _blocking_files(directory: Path, src: Path) -> list[Path]:
+    """DIR or DIR/src as a file (not a folder): nothing of the template could be written there."""
+    return [p for p in (directory, src) if os.path.lexists(p) and not p.is_dir()]
+
+
+def _cannot_write(directory: Path, exc: OSError) -> UsageError:
+    if exc.errno == errno.ENAMETOOLONG:
+        longest = max((len(part.encode()) for part in directory.parts), default=0)
+        return UsageError(f"cannot create {str(directory)[:60]}...: the name is too long "
+                          f"({longest} bytes in one folder name; at most 255, 4096 in a whole path)",
+                          hint="choose a shorter folder name")
+    return UsageError(f"cannot write into {directory}: {exc.strerror or exc}", hint="choose a folder you can write to")

@@ -7,6 +7,7 @@ import difflib
 import re
 
 from .diagnostics import Collector
+from .secrets import looks_secret
 from .yamlload import type_name
 
 
@@ -97,33 +98,42 @@ class Str(Field):
             return
         if not isinstance(v, str):
             what = "one of " + ", ".join(self.enum) if self.enum else "a string"
-            hint = None
-            if isinstance(v, (int, float, bool)):
-                quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
-                if not quoted_ok and self.number_hint and not isinstance(v, bool):
-                    hint = self.number_hint(v)
-                elif quoted_ok:
-                    hint = "quote the value"
-                else:
-                    hint = self.pattern_hint
-            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=hint, code="type")
+            c.error(path, f"expected {what}, got {type_name(v)} ({v!r})", hint=self._non_string_hint(v), code="type")
             return
-        if self.enum is not None:
-            cand = self.casing(v) if self.casing else v
-            allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
-            if cand not in allowed:
-                dym = did_you_mean(v, self.enum)
-                c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
-                        hint=f"did you mean '{dym}'?" if dym else None, code="enum")
-                return
+        if self.enum is not None and not self._check_enum(v, path, c):
+            return
         if self.max_len and len(v) > self.max_len:
             c.error(path, f"is {len(v)} characters long; at most {self.max_len} allowed", code="range")
         if self.pattern and not self.pattern.fullmatch(v):
-            what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
-            hint = self.pattern_hint
-            if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
-                hint = self.number_hint(int(v))
-            c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
+            self._pattern_error(v, path, c)
+
+    def _non_string_hint(self, v) -> str | None:
+        """For a number or boolean where a string belongs: quoting, unless the quoted value is still wrong."""
+        if not isinstance(v, (int, float, bool)):
+            return None
+        quoted_ok = self.pattern is None or (not isinstance(v, bool) and self.pattern.fullmatch(str(v)))
+        if quoted_ok:
+            return "quote the value"
+        if self.number_hint and not isinstance(v, bool):
+            return self.number_hint(v)
+        return self.pattern_hint
+
+    def _check_enum(self, v: str, path, c) -> bool:
+        cand = self.casing(v) if self.casing else v
+        allowed = [self.casing(e) for e in self.enum] if self.casing else list(self.enum)
+        if cand in allowed:
+            return True
+        dym = did_you_mean(v, self.enum)
+        c.error(path, f"'{v}' is not one of: {', '.join(self.enum)}",
+                hint=f"did you mean '{dym}'?" if dym else None, code="enum")
+        return False
+
+    def _pattern_error(self, v: str, path, c) -> None:
+        what = str(path[-1]).replace("_", " ") if path and isinstance(path[-1], str) else "value"
+        hint = self.pattern_hint
+        if self.number_hint and v.strip().isdigit():  # "16": the number without its unit
+            hint = self.number_hint(int(v))
+        c.error(path, f"{what} '{v}' is not valid", hint=hint, code="format")
 
     def json(self):
         d: dict = {"type": ["string", "null"] if self.allow_null else "string"}
@@ -138,8 +148,8 @@ class Str(Field):
 
 
 class Int(Field):
-    def __init__(self, doc="", *, min=None, max=None):
-        self.doc, self.min, self.max = doc, min, max
+    def __init__(self, doc="", *, min=None, max=None, max_hint=None):
+        self.doc, self.min, self.max, self.max_hint = doc, min, max, max_hint
 
     def check(self, v, path, c):
         whole = _whole_number(v)
@@ -158,7 +168,7 @@ class Int(Field):
         if self.min is not None and v < self.min:
             c.error(path, f"must be at least {self.min}, got {v}", code="range")
         if self.max is not None and v > self.max:
-            c.error(path, f"must be at most {self.max}, got {v}", code="range")
+            c.error(path, f"must be at most {self.max}, got {v}", hint=self.max_hint, code="range")
 
     def json(self):
         d = {"type": "integer"}
@@ -209,6 +219,35 @@ class Scalar(Field):
 
     def describe(self):
         return "string | number | boolean"
+
+
+class EnvValue(Field):
+    """An environment variable's value. The REST body holds strings (or null); azure-ai-ml sends a
+    number or boolean as written and the service refuses the job (400), so it is refused here."""
+
+    doc = ""
+
+    def check(self, v, path, c):
+        if v is None or isinstance(v, str):
+            return
+        key = str(path[-1]) if path else "value"
+        secret = looks_secret(key)
+        quoted = f'quote it: {key}: "{_yaml_text(v)}"' if isinstance(v, (int, float, bool)) and not secret \
+            else "write a string; quote numbers and booleans"
+        # The value is not echoed: a secret-looking key's value must not reach a terminal or CI log.
+        c.add("error", path, f"environment variable '{key}' must be a string, got {type_name(v)}",
+              hint=quoted + " (Azure ML refuses other values)", code="type", redact=secret)
+
+    def json(self):
+        return self._j({"type": ["string", "null"]})
+
+    def describe(self):
+        return "string"
+
+
+def _yaml_text(v) -> str:
+    """A scalar as YAML wrote it: true, not True."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 class AnyValue(Field):

@@ -5,8 +5,8 @@ where the SDK's is (StringTransformedEnum lower-cases). Keys Azure renamed are n
 """
 from __future__ import annotations
 
-from .fields import (AnyValue, Bool, DictField, Field, Int, ListField, Map, Scalar, Str, Tagged, UnionField,
-                     camel_to_snake)
+from .fields import (AnyValue, Bool, DictField, EnvValue, Field, Int, ListField, Map, Scalar, Str, Tagged,
+                     UnionField, camel_to_snake)
 
 # Azure ML run ids: a letter or digit, then letters, digits, '_' or '-', at most 255 in all.
 JOB_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}"
@@ -29,6 +29,14 @@ INPUT_MODES = {
 }
 OUTPUT_TYPES = ("uri_folder", "uri_file", "mltable", "custom_model", "mlflow_model", "triton_model")
 OUTPUT_MODES = ("rw_mount", "upload", "direct", "mount")
+
+# Counts the REST body holds as int32: azure-ai-ml sends a larger one as written, the service refuses it.
+INT32_MAX = 2**31 - 1
+
+
+def _count(doc="", *, min=1):
+    return Int(doc, min=min, max=INT32_MAX, max_hint="Azure ML reads this as a 32-bit integer")
+
 
 _path_doc = ("Local path (uploaded), azureml:name:version / azureml:name@latest asset, "
              "azureml://datastores/... URI, https:// or wasbs:// URL")
@@ -60,6 +68,44 @@ INPUT = Tagged({
 LITERAL_VALUE = Map({"value": Scalar("The literal value.")}, "A literal wrapped as {value: ...}.", required=("value",))
 
 
+# Typed inputs (`type: integer, default: 2`) are a component's; azure-ai-ml's load_job refuses them
+# in a command job, where an input is the literal itself.
+_COMPONENT_TYPES = {"integer", "number", "boolean", "string"}
+
+
+def _typed_input(v: dict, path, c) -> None:
+    name = path[-1] if path else "x"
+    given = next((k for k in ("default", "value") if k in v), None)
+    example = _literal_example(v, given)
+    c.error(path + ("type",), f"input '{name}': `type: {v['type']}` declares a component input; in a command "
+            "job an input is its literal value", code="enum",
+            hint=f"write `{name}: {example}`" + (f" (the {given} is not {_article(v['type'])})"
+                                                 if given and not _fits(v[given], v["type"]) else ""))
+
+
+def _literal_example(v: dict, given) -> str:
+    if given is None:
+        return {"integer": "2", "number": "0.1", "boolean": "true"}.get(str(v["type"]).lower(), "text")
+    value = v[given]
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _article(t) -> str:
+    t = str(t).lower()
+    return {"integer": "an integer", "number": "a number", "boolean": "a boolean"}.get(t, "a string")
+
+
+def _fits(value, t) -> bool:
+    t = str(t).lower()
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
 class InputField(UnionField):
     """A literal (string, number, boolean), {value: literal}, or an asset mapping with type/path/mode."""
 
@@ -67,7 +113,9 @@ class InputField(UnionField):
         super().__init__(Scalar(), INPUT, doc="A literal or an asset input.")
 
     def check(self, v, path, c):
-        if isinstance(v, dict) and "value" in v and "type" not in v and "path" not in v:
+        if isinstance(v, dict) and str(v.get("type", "")).lower() in _COMPONENT_TYPES:
+            _typed_input(v, path, c)
+        elif isinstance(v, dict) and "value" in v and "type" not in v and "path" not in v:
             LITERAL_VALUE.check(v, path, c)
         else:
             super().check(v, path, c)
@@ -103,21 +151,21 @@ class OutputField(Field):
 DISTRIBUTION = Tagged({
     "pytorch": Map({
         "type": Str(enum=("pytorch",), ci=True),
-        "process_count_per_instance": Int("Processes per node; one per GPU is usual.", min=1),
+        "process_count_per_instance": _count("Processes per node; one per GPU is usual."),
     }, "torch.distributed: one process per GPU, MASTER_ADDR/RANK/WORLD_SIZE set for each.",
         renamed={"process_count": "Azure renamed it to 'process_count_per_instance' (processes per node)",
                  "node_count": "the number of nodes is `resources.instance_count`"}),
     "tensorflow": Map({
         "type": Str(enum=("tensorflow",), ci=True),
-        "worker_count": Int("Workers in all; defaults to resources.instance_count.", min=1),
-        "parameter_server_count": Int("Parameter servers (ParameterServerStrategy); 0 by default.", min=0),
+        "worker_count": _count("Workers in all; defaults to resources.instance_count."),
+        "parameter_server_count": _count("Parameter servers (ParameterServerStrategy); 0 by default.", min=0),
     }, "TensorFlow: TF_CONFIG set for each worker and parameter server.",
         renamed={"process_count": "TensorFlow jobs count `worker_count` (in all) and `parameter_server_count`",
                  "process_count_per_instance": "TensorFlow jobs count `worker_count` (in all), "
                                                "not processes per instance"}),
     "mpi": Map({
         "type": Str(enum=("mpi",), ci=True),
-        "process_count_per_instance": Int("MPI ranks per node.", min=1),
+        "process_count_per_instance": _count("MPI ranks per node."),
     }, "MPI: mpirun starts the ranks.",
         renamed={"process_count": "Azure renamed it to 'process_count_per_instance' (ranks per node)"}),
     "ray": Map({
@@ -129,13 +177,13 @@ DISTRIBUTION = Tagged({
 }, "How the command is launched on each node.")
 
 RESOURCES = Map({
-    "instance_count": Int("Number of nodes.", min=1),
+    "instance_count": _count("Number of nodes."),
     "instance_type": Str("VM size of each node, e.g. Standard_NC24ads_A100_v4."),
     "shm_size": Str("Shared memory of the container, e.g. 16g.", pattern=SHM_PATTERN, pattern_hint=SHM_HINT,
                     number_hint=lambda v: f"a size needs a unit: write {v:g}g (gigabytes), or m, k, b"),
     "docker_args": UnionField(Str(), ListField(Str()), doc="Extra docker run arguments."),
     "locations": ListField(Str(), "Regions the job may run in (serverless)."),
-    "max_instance_count": Int("Upper bound of nodes for elastic training.", min=1),
+    "max_instance_count": _count("Upper bound of nodes for elastic training."),
     "properties": DictField(AnyValue(), "Extra resource properties passed through."),
 }, "Compute resources of the job.", renamed={
     "process_count_per_instance": "processes per node belong in `distribution.process_count_per_instance`",
@@ -207,7 +255,7 @@ COMMAND_JOB = Map({
                              "file:path/to/environment.yml.", pattern=ENV_REF_PATTERN, pattern_hint=ENV_REF_HINT),
                          ENVIRONMENT,
                          doc="Where the command runs."),
-    "environment_variables": DictField(Scalar(allow_null=True), "Environment variables of every process."),
+    "environment_variables": DictField(EnvValue(), "Environment variables of every process (strings)."),
     "distribution": DISTRIBUTION,
     "compute": Str("Cluster name, azureml:name, an ARM id, or 'local'."),
     "resources": RESOURCES,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SpecError, UsageError
@@ -39,8 +40,32 @@ _TORCH_LAUNCHERS = re.compile(r"(^|[\s;&|(])(torchrun|python[\d.]*\s+-m\s+torch\
 _MPI_LAUNCHERS = re.compile(r"(^|[\s;&|(])(mpirun|mpiexec)(\s|$)")
 
 
-def load_spec(path: str | os.PathLike, sets: list[str] | None = None) -> tuple[JobSpec, list]:
-    """Read, override, validate. Returns (spec, warnings+notes); raises SpecError with every diagnostic."""
+# Rules a user may waive for one job (--allow CODE): each guards against a job that runs badly or
+# not at all although the body is one the service accepts. Schema, type, unknown-key, reference and
+# path rules are not waivable: waiving them would send a body the SDK or the service refuses.
+WAIVABLE = {
+    "gpu-oversubscribed": "more processes per node than the VM size has GPUs",
+    "double-launch": "torchrun / mpirun inside a job Azure ML already launches",
+    "duplicate-key": "a key twice in one mapping with different values (YAML keeps the last)",
+}
+
+
+def check_allow(allow) -> frozenset:
+    """The codes of --allow, checked: a UsageError (exit 2) naming the waivable codes for any other."""
+    codes = frozenset(allow or ())
+    bad = sorted(codes - WAIVABLE.keys())
+    if bad:
+        raise UsageError(f"--allow {', '.join(bad)}: not a rule that can be waived",
+                         hint="waivable: " + ", ".join(sorted(WAIVABLE)) + " (schema, type and unknown-key "
+                              "errors cannot be: the service would refuse the job)")
+    return codes
+
+
+def load_spec(path: str | os.PathLike, sets: list[str] | None = None, allow=None) -> tuple[JobSpec, list]:
+    """Read, override, validate. Returns (spec, warnings+notes); raises SpecError with every diagnostic.
+
+    allow: codes of WAIVABLE rules whose errors become warnings saying they were waived."""
+    allowed = check_allow(allow)
     p = Path(path)
     c = Collector(file=str(path))
     try:
@@ -51,16 +76,16 @@ def load_spec(path: str | os.PathLike, sets: list[str] | None = None) -> tuple[J
         raise UsageError(f"{path}: is a folder, not a job YAML", hint="give the path of a job YAML") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
-    return validate_text(raw, c, base_dir=p.resolve().parent, source=p, sets=sets)
+    return validate_text(raw, c, base_dir=p.resolve().parent, source=p, sets=sets, allow=allowed)
 
 
-def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = None, sets=None):
+def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = None, sets=None, allow=()):
     loaded = load_text(raw, c)
     if loaded is None:
         raise SpecError(c.sorted())
     c.locations.update(loaded.locations)
     data = loaded.data  # freshly built by the loader: ours to override and normalise in place
-    _overrides.apply(data, sets or [], c.locations)
+    _overrides.apply(data, sets or [], c.locations, c)
     if not _check_kind(data, c):
         raise SpecError(c.sorted())
     _check_preview_shapes(data, c)
@@ -69,10 +94,19 @@ def validate_text(raw, c: Collector, *, base_dir: Path, source: Path | None = No
     # Semantic checks run even when the schema found errors, so every problem is reported at once;
     # they read values through _dict/_int and skip what has the wrong shape (already reported).
     _check_semantics(data, c, base_dir)
+    _waive(c, check_allow(allow))
     if c.errors:
         raise SpecError(c.sorted())
     spec = JobSpec(data=data, base_dir=base_dir, source=source, locations=dict(c.locations))
     return spec, c.sorted()
+
+
+def _waive(c: Collector, allow: frozenset) -> None:
+    """Errors of waived rules become warnings that say so (and name the flag that waived them)."""
+    if not allow:
+        return
+    c.items = [replace(d, severity="warning", message=f"{d.message} (waived by --allow {d.code})")
+               if d.severity == "error" and d.code in allow else d for d in c.items]
 
 
 def _apply_coercions(data: dict, coercions) -> None:
@@ -155,42 +189,55 @@ def _check_refs(data: dict, c: Collector) -> None:
 
 
 def _check_paths(data: dict, c: Collector, base_dir: Path) -> None:
-    code = data.get("code")
-    if isinstance(code, str) and not is_remote_ref(code):
-        local = code[5:] if code.startswith("file:") else code
-        if not (base_dir / local).exists():
-            c.error(("code",), f"code folder '{code}' does not exist (relative to {base_dir})",
-                    hint="`code` is resolved against the spec's folder; fix the path or create it",
-                    code="missing-path")
+    _check_code_path(data.get("code"), c, base_dir)
     env = data.get("environment")
+    env_dir = base_dir
     if isinstance(env, str) and env.startswith("file:"):
-        env, base_dir = _environment_file(env, c, base_dir)
+        env, env_dir = _environment_file(env, c, base_dir)
     if isinstance(env, dict):
-        cf = env.get("conda_file")
-        if isinstance(cf, str) and not is_remote_ref(cf) and not (base_dir / cf).is_file():
-            c.error(("environment", "conda_file"), f"conda file '{cf}' does not exist", code="missing-path",
-                    hint="the path is relative to the spec's folder")
-        b = env.get("build") or {}
-        bp = b.get("path") if isinstance(b, dict) else None
-        if isinstance(bp, str) and not is_remote_ref(bp) and not (base_dir / bp).exists():
-            c.error(("environment", "build", "path"), f"build context '{bp}' does not exist",
-                    code="missing-path", hint="the path is relative to the spec's folder")
-        if not env.get("image") and not env.get("build"):
-            c.error(("environment",), "an inline environment needs `image:` or `build:`", code="required",
-                    hint="e.g. image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04")
+        _check_environment_paths(env, c, env_dir)
     for name, v in _dict(data.get("inputs")).items():
-        if isinstance(v, dict) and isinstance(v.get("path"), str):
-            p = v["path"]
-            if not is_remote_ref(p):
-                local = p[5:] if p.startswith("file:") else p
-                if not (base_dir / local).exists():
-                    # A warning, not an error: Azure's SDK accepts the spec and fails only at upload.
-                    c.warning(("inputs", name, "path"), f"input '{name}': local path '{p}' does not exist; "
-                              "submitting will fail to upload it",
-                              hint="fix the path, or use azureml:NAME:VERSION", code="missing-path")
-                elif str(v.get("type", "uri_folder")).lower() == "uri_file" and (base_dir / local).is_dir():
-                    c.error(("inputs", name, "path"), f"input '{name}' is type uri_file but '{p}' is a folder",
-                            hint="use `type: uri_folder`", code="type")
+        if isinstance(v, dict) and isinstance(v.get("path"), str) and not is_remote_ref(v["path"]):
+            _check_input_path(name, v, c, base_dir)
+
+
+def _check_code_path(code, c: Collector, base_dir: Path) -> None:
+    if not isinstance(code, str) or is_remote_ref(code):
+        return
+    local = code[5:] if code.startswith("file:") else code
+    if not (base_dir / local).exists():
+        c.error(("code",), f"code folder '{code}' does not exist (relative to {base_dir})",
+                hint="`code` is resolved against the spec's folder; fix the path or create it",
+                code="missing-path")
+
+
+def _check_environment_paths(env: dict, c: Collector, base_dir: Path) -> None:
+    """An inline environment (or one read from file:, whose paths are relative to its own folder)."""
+    cf = env.get("conda_file")
+    if isinstance(cf, str) and not is_remote_ref(cf) and not (base_dir / cf).is_file():
+        c.error(("environment", "conda_file"), f"conda file '{cf}' does not exist", code="missing-path",
+                hint="the path is relative to the spec's folder")
+    b = env.get("build") or {}
+    bp = b.get("path") if isinstance(b, dict) else None
+    if isinstance(bp, str) and not is_remote_ref(bp) and not (base_dir / bp).exists():
+        c.error(("environment", "build", "path"), f"build context '{bp}' does not exist",
+                code="missing-path", hint="the path is relative to the spec's folder")
+    if not env.get("image") and not env.get("build"):
+        c.error(("environment",), "an inline environment needs `image:` or `build:`", code="required",
+                hint="e.g. image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04")
+
+
+def _check_input_path(name: str, v: dict, c: Collector, base_dir: Path) -> None:
+    p = v["path"]
+    local = p[5:] if p.startswith("file:") else p
+    if not (base_dir / local).exists():
+        # A warning, not an error: Azure's SDK accepts the spec and fails only at upload.
+        c.warning(("inputs", name, "path"), f"input '{name}': local path '{p}' does not exist; "
+                  "submitting will fail to upload it",
+                  hint="fix the path, or use azureml:NAME:VERSION", code="missing-path")
+    elif str(v.get("type", "uri_folder")).lower() == "uri_file" and (base_dir / local).is_dir():
+        c.error(("inputs", name, "path"), f"input '{name}' is type uri_file but '{p}' is a folder",
+                hint="use `type: uri_folder`", code="type")
 
 
 def _environment_file(ref: str, c: Collector, base_dir: Path):

@@ -87,26 +87,42 @@ class Loaded:
         self.locations = locations  # path tuple -> (line, column), 1-based
 
 
+_COMPLEX_HINT = "a job spec needs no deep nesting or repeated aliases"
+_EMPTY_HINT = "start from `dtrain init DIR --template pytorch-ddp`"
+
+
 def load_text(text_or_bytes, diags: Collector):
     """Parse spec text. Returns Loaded or None (with diagnostics added) when it cannot be used."""
-    raw = text_or_bytes
-    if isinstance(raw, bytes):
-        if len(raw) > MAX_BYTES:
-            diags.error((), f"file is {len(raw) // 1024} KiB; a job spec is a small YAML file",
-                        hint="check that the path names a job YAML", code="too-large")
-            return None
-        if b"\x00" in raw[:8192]:
-            diags.error((), "file is binary, not YAML", hint="check that the path names a job YAML", code="binary")
-            return None
-        try:
-            raw = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            diags.error((), f"file is not UTF-8 text (byte {exc.start})",
-                        hint="save the spec as UTF-8", code="binary")
-            return None
-    if not raw.strip() or all(l.strip().startswith("#") or not l.strip() for l in raw.splitlines()):
-        diags.error((), "file is empty", hint="start from `dtrain init DIR --template pytorch-ddp`", code="empty")
+    raw = _decode(text_or_bytes, diags) if isinstance(text_or_bytes, bytes) else text_or_bytes
+    if raw is None:
         return None
+    if not raw.strip() or all(l.strip().startswith("#") or not l.strip() for l in raw.splitlines()):
+        diags.error((), "file is empty", hint=_EMPTY_HINT, code="empty")
+        return None
+    node = _compose(raw, diags)
+    if node is None:
+        return None
+    return _build(node, diags)
+
+
+def _decode(raw: bytes, diags: Collector) -> str | None:
+    """The file's text, or None (with a diagnostic) for a huge, binary or non-UTF-8 file."""
+    if len(raw) > MAX_BYTES:
+        diags.error((), f"file is {len(raw) // 1024} KiB; a job spec is a small YAML file",
+                    hint="check that the path names a job YAML", code="too-large")
+        return None
+    if b"\x00" in raw[:8192]:
+        diags.error((), "file is binary, not YAML", hint="check that the path names a job YAML", code="binary")
+        return None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        diags.error((), f"file is not UTF-8 text (byte {exc.start})", hint="save the spec as UTF-8", code="binary")
+        return None
+
+
+def _compose(raw: str, diags: Collector):
+    """The document's root node, or None (with a diagnostic) when it does not parse or is empty."""
     try:
         fast = len(_PARSER_BASES) == 1 and _depth_bound(raw) < _C_COMPOSER_SAFE_DEPTH
         loader = yaml.CSafeLoader(raw) if fast else _GuardedLoader(raw)
@@ -117,32 +133,40 @@ def load_text(text_or_bytes, diags: Collector):
                 loader.dispose()
     except TooDeep as exc:
         diags.locations[()] = (exc.mark.line + 1, exc.mark.column + 1)
-        diags.error((), str(exc), hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
+        diags.error((), str(exc), hint=_COMPLEX_HINT, code="too-complex")
         return None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        loc = {(): (mark.line + 1, mark.column + 1)} if mark else {}
-        diags.locations.update(loc)
-        if "maximum nesting depth" in str(exc.problem):
-            # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 flow levels itself, before our guard
-            diags.error((), f"the YAML nests deeper than {MAX_DEPTH} levels",
-                        hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
-            return None
-        diags.error((), f"invalid YAML: {exc.problem or exc}" + (f" ({exc.context})" if exc.context else ""),
-                    hint="fix the YAML syntax at this line (indentation, a missing ':' or quote)", code="yaml-syntax")
+        _syntax_error(exc, diags)
         return None
     except yaml.YAMLError as exc:
         diags.error((), f"invalid YAML: {exc}", code="yaml-syntax")
         return None
     if node is None:
-        diags.error((), "file is empty", hint="start from `dtrain init DIR --template pytorch-ddp`", code="empty")
-        return None
+        diags.error((), "file is empty", hint=_EMPTY_HINT, code="empty")
+    return node
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, diags: Collector) -> None:
+    mark = exc.problem_mark or exc.context_mark
+    if mark:
+        diags.locations[()] = (mark.line + 1, mark.column + 1)
+    if "maximum nesting depth" in str(exc.problem):
+        # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 flow levels itself, before our guard
+        diags.error((), f"the YAML nests deeper than {MAX_DEPTH} levels", hint=_COMPLEX_HINT, code="too-complex")
+        return
+    diags.error((), f"invalid YAML: {exc.problem or exc}" + (f" ({exc.context})" if exc.context else ""),
+                hint="fix the YAML syntax at this line (indentation, a missing ':' or quote)", code="yaml-syntax")
+
+
+def _build(node, diags: Collector):
+    """Plain values and their locations from the root node; None (with a diagnostic) past the budget
+    or when the root is not a mapping."""
     builder = _Builder(diags)
     try:
         data = builder.build(node, (), 0)
     except _Budget as exc:
         diags.locations.setdefault((), (node.start_mark.line + 1, node.start_mark.column + 1))
-        diags.error((), str(exc), hint="a job spec needs no deep nesting or repeated aliases", code="too-complex")
+        diags.error((), str(exc), hint=_COMPLEX_HINT, code="too-complex")
         return None
     if not isinstance(data, dict):
         diags.locations[()] = (node.start_mark.line + 1, node.start_mark.column + 1)

@@ -138,6 +138,8 @@ def read_config_file(path: Path) -> tuple[dict | None, str | None]:
         return None, f"cannot read it ({exc.strerror})"
     except ValueError:
         return None, "it is not valid JSON"
+    except RecursionError:  # json recurses once per level: 100,000 nested lists exhaust the stack
+        return None, "it nests too deeply to be a workspace config"
     if not isinstance(data, dict):
         return None, "it is not a JSON object"
     scope = data.get("Scope")
@@ -194,7 +196,7 @@ def az_defaults(environ=None) -> dict:
                 if isinstance(s, dict) and s.get("isDefault") is True and s.get("id"):
                     found["subscription_id"] = (str(s["id"]), f"az login default subscription ({profile})")
                     break
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
     return found
 
