@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -18,8 +19,9 @@ from typing import Iterator
 from ...codefiles import code_files, copy_files
 from ...errors import JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
-from ..base import FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions, is_terminal
 from ..names import generate_name
+from ..safefile import read_tail
 from . import env as _env
 from . import mlflowstore, procs
 from .logs import follow_logs
@@ -47,9 +49,17 @@ class LocalBackend:
     name = "local"
     poll_cap_s = 0.5   # status is a local file read: poll often so short jobs end promptly
 
-    def __init__(self, home: str | os.PathLike | None = None):
+    def __init__(self, home: str | os.PathLike | None = None, *, notify: Notify | None = None):
         self._home = Path(home).resolve() if home else None
         self._children: dict[str, subprocess.Popen] = {}
+        self._notify = notify
+        self._told: set[str] = set()
+
+    def _note(self, text: str) -> None:
+        """A note for the user (once each), e.g. a job's file that is skipped: not a regular file."""
+        if self._notify is not None and text not in self._told:
+            self._told.add(text)
+            self._notify(Notice(text))
 
     @property
     def home(self) -> Path:
@@ -248,7 +258,7 @@ class LocalBackend:
         def terminal() -> bool:
             return is_terminal(self.status(name).status)
 
-        return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal)
+        return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal, on_skip=self._note)
 
     # --- metrics (mlflowstore.py) -----------------------------------------------------------------
     def metrics_reader(self, name: str, *, keys=None) -> mlflowstore.MetricsFiles:
@@ -256,7 +266,7 @@ class LocalBackend:
             job_dir, _ = self._read(name)
         except CorruptState as exc:
             job_dir = exc.path.parent             # its metrics are still worth reading
-        return mlflowstore.MetricsFiles(job_dir, name, keys)
+        return mlflowstore.MetricsFiles(job_dir, name, keys, on_skip=self._note)
 
     def metrics(self, name: str, *, keys=None) -> dict:
         reader = self.metrics_reader(name, keys=keys)
@@ -265,7 +275,7 @@ class LocalBackend:
 
     def latest_metrics(self, jobs) -> dict:
         """A tail read of each metric file per job: local files, no request."""
-        return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name)
+        return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name, on_skip=self._note)
                 for j in jobs if valid_name(j.name)}
 
     # --- cancel ----------------------------------------------------------------------------------
@@ -400,14 +410,24 @@ def _ports(state: dict) -> dict:
 
 
 def _last_line(job_dir: Path, tail: int = 4096) -> str | None:
-    """The newest complete line of the most recently written rank log (for `dtrain watch`)."""
-    logs = sorted((job_dir / "user_logs").glob("std_log*.txt"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for log in logs[:1]:
-        with open(log, "rb") as f:
-            f.seek(max(0, log.stat().st_size - tail))
-            # read(tail), not read(): a rank writing fast grows the file while it is read, and an
+    """The newest complete line of the most recently written rank log (for `dtrain watch`). Only regular
+    files count: a log a job replaced by a FIFO or a symlink to /dev/zero is passed over."""
+    found = []
+    for p in (job_dir / "user_logs").glob("std_log*.txt"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((st.st_mtime, p))
+    for _, log in sorted(found, reverse=True)[:1]:
+        try:
+            # at most `tail` bytes: a rank writing fast grows the file while it is read, and an
             # unbounded read chased it (a 300 MB log cost `logs -f` up to 690 MiB)
-            lines = [ln for ln in f.read(tail).decode("utf-8", "replace").splitlines() if ln.strip()]
+            data, _ = read_tail(log, tail)
+        except OSError:
+            return None
+        lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         if lines:
             return lines[-1]
     return None
