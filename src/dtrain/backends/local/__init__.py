@@ -5,6 +5,7 @@ supervisor (see supervisor.py), with state and logs under $DTRAIN_HOME/jobs/<nam
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ...codefiles import code_files, copy_files
-from ...errors import JobNotFound, LostTrack, UsageError
+from ...errors import ConfigError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
 from ..base import FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions, is_terminal
 from ..names import generate_name
@@ -125,16 +126,39 @@ class LocalBackend:
                 state["mpirun"] = mpirun
             atomic_write_json(staging / STATE, state)
             os.rename(staging, target)
-        except OSError:
+        except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if (target / STATE).exists():         # another submit of the same name won the race
                 return self._existing(plan, phash)
-            raise
+            raise _no_space(exc, root, plan.name, code) or exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        self._start_supervisor(target)
+        try:
+            self._start_supervisor(target)
+        except OSError as exc:
+            # e.g. a disk that filled up between the copy and the supervisor's log: a job that can never
+            # start must not stay behind as Queued, nor use up the name
+            self._abandon(target)
+            raise _no_space(exc, root, plan.name, code) or exc
         return self.status(plan.name)
+
+    def _abandon(self, job_dir: Path) -> None:
+        """Undo a submit whose supervisor could not be started: stop whatever did start, remove the job."""
+        child = self._children.pop(job_dir.name, None)
+        if child is not None:
+            child.kill()                          # the watchdog: its supervisor and ranks die with it
+            child.wait()
+        try:
+            _stop_leftovers(read_state(job_dir))   # anything carrying the job's marker
+        except (OSError, CorruptState):
+            pass
+        trash = job_dir.parent / f".trash-{job_dir.name}-{secrets.token_hex(4)}"
+        try:
+            os.rename(job_dir, trash)
+        except OSError:
+            trash = job_dir
+        shutil.rmtree(trash, ignore_errors=True)
 
     def _existing(self, plan: LocalPlan, phash: str) -> JobInfo:
         try:
@@ -358,6 +382,22 @@ class LocalBackend:
             states = states[:limit]
         infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
         return infos[:limit] if limit is not None else infos
+
+
+def _no_space(exc: OSError, root: Path, name: str, code) -> ConfigError | None:
+    """A full disk (or quota) under DTRAIN_HOME as a configuration error (exit 6) that names the folder,
+    what the job needs and what is free; None for any other error."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    needed = (code.total_bytes if code is not None else 0) + 1024 * 1024   # the snapshot, plus state and logs
+    try:
+        free = f"; {shutil.disk_usage(root).free / 1e6:.1f} MB free there"
+    except OSError:
+        free = ""
+    return ConfigError(f"no space left under {root} for local job '{name}': it needs at least "
+                       f"{needed / 1e6:.1f} MB (its code snapshot, state and first logs){free}; nothing was "
+                       "submitted", hint="free some space (`dtrain clean --older-than 7d` removes old local jobs), "
+                                         "or set DTRAIN_HOME to a folder on a disk with room")
 
 
 def _unreadable(exc: CorruptState) -> JobInfo:
