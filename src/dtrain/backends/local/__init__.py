@@ -119,6 +119,8 @@ class LocalBackend:
                 "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
                 "supervisor": None, "processes": [], "failure": None, "timed_out": False,
                 "cancel_requested": False, "grace_s": grace_seconds(),
+                # who starts the supervisor: a re-run starts a job whose submitter died before it could
+                "submitter": {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
                 # in port order (state.json's keys are sorted), each with its use: see _ports
                 "ports": ports, "port_names": plan.port_names(),
             }
@@ -170,7 +172,22 @@ class LocalBackend:
             raise UsageError(f"a local job named '{plan.name}' already exists (a different job)",
                              hint="give a new name with --name, or drop `name:` from the spec to get a generated "
                                   f"one; `dtrain status {plan.name}` shows the existing job")
+        if _never_started(state) and self._claim(Path(plan.job_dir)):
+            self._start_supervisor(Path(plan.job_dir))   # its submit was killed before it could
         return self.status(plan.name)
+
+    def _claim(self, job_dir: Path) -> bool:
+        """Make this process the submitter of a job that never started (under the job's lock, so that of
+        two re-runs only one starts it)."""
+        claimed = []
+
+        def take(s):
+            if _never_started(s):
+                s["submitter"] = {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())}
+                claimed.append(True)
+
+        update_state(job_dir, take)
+        return bool(claimed)
 
     def _start_supervisor(self, job_dir: Path) -> None:
         """Start the job's watchdog (which starts the supervisor) in a session of its own. Its environment
@@ -382,6 +399,14 @@ class LocalBackend:
             states = states[:limit]
         infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
         return infos[:limit] if limit is not None else infos
+
+
+def _never_started(state: dict) -> bool:
+    """Queued, no supervisor or watchdog ever recorded, and the submit that wrote it is gone (killed
+    between writing the job and starting its supervisor): nothing will ever start it."""
+    sub = state.get("submitter")
+    return (state.get("status") == "Queued" and not state.get("supervisor") and not state.get("watchdog")
+            and isinstance(sub, dict) and not procs.is_alive(sub.get("pid"), sub.get("start_time")))
 
 
 def _no_space(exc: OSError, root: Path, name: str, code) -> ConfigError | None:
