@@ -73,11 +73,9 @@ def test_a_full_disk_when_starting_the_supervisor_leaves_no_queued_job(write, dt
 
     def start_then_fill_the_disk(self, job_dir):
         started.append(read_token(job_dir))
-        monkeypatch.setattr(local, "update_state", _enospc)     # the watchdog starts; recording it fails
-        try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(local, "update_state", _enospc)          # the watchdog starts; recording it fails
             real(self, job_dir)
-        finally:
-            monkeypatch.undo()
 
     monkeypatch.setattr(local.LocalBackend, "_start_supervisor", start_then_fill_the_disk)
     assert main(["submit", str(spec), "--name", "full2"]) == 6
@@ -85,7 +83,9 @@ def test_a_full_disk_when_starting_the_supervisor_leaves_no_queued_job(write, dt
     assert [p.name for p in (dtrain_home / "jobs").iterdir()] == []
     from dtrain.backends.local import procs
     assert procs.job_pids(started[0]) == []                         # nothing of it left running
+    monkeypatch.setattr(local.LocalBackend, "_start_supervisor", real)
     assert main(["submit", str(spec), "--name", "full2", "--wait"]) == 0   # the name is not used up
+    assert (dtrain_home / "jobs" / "full2" / "state.json").is_file()
 
 
 def read_token(job_dir):
