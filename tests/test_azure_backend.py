@@ -290,6 +290,35 @@ def test_status_list_logs_cancel_and_wait(emu, project):
     assert w.returncode == 3, w.stderr                      # worst of Completed and Canceled
 
 
+def test_one_shape_rule_for_status_list_watch_and_ranks_for_logs(emu, project):
+    """A TensorFlow job with parameter servers reports one shape everywhere (status counted it, list and
+    watch said 1 process per node), and a 3-node job without a distribution has one rank per node."""
+    env = emu_env(emu, project)
+    for job in ("tf", "plain"):
+        emu.script_job_statuses(["Queued", "Running", "Completed"], 0.2, job=job)
+    head = JOB_YML.split("distribution:")[0]
+    (project / "tf.yml").write_text(head + "distribution:\n  type: tensorflow\n  worker_count: 4\n"
+                                    "  parameter_server_count: 2\n")
+    (project / "plain.yml").write_text(head.replace("  instance_count: 2", "  instance_count: 3"))
+    assert dtrain("submit", "tf.yml", "--name", "tf", env=env, cwd=project).returncode == 0
+    assert dtrain("submit", "plain.yml", "--name", "plain", env=env, cwd=project).returncode == 0
+    assert dtrain("wait", "tf", "plain", env=env, cwd=project).returncode == 0
+
+    st = json.loads(dtrain("status", "tf", "-o", "json", env=env, cwd=project).stdout)
+    listed = {i["name"]: i for i in json.loads(dtrain("list", "-o", "json", env=env, cwd=project).stdout)}
+    watched = dtrain("watch", "--once", "tf", env=env, cwd=project)
+    assert (st["nodes"], st["processes_per_node"]) == (2, 3)
+    assert (listed["tf"]["nodes"], listed["tf"]["processes_per_node"]) == (2, 3)
+    assert "2 x 3" in watched.stdout + watched.stderr
+    assert (listed["plain"]["nodes"], listed["plain"]["processes_per_node"]) == (3, 1)
+
+    one = dtrain("logs", "plain", "--rank", "1", env=env, cwd=project)
+    assert one.returncode == 0, one.stderr
+    assert set(printed_lines(one.stdout)) == {1} and "n1/r1 | " in one.stdout
+    assert dtrain("logs", "plain", "--rank", "3", env=env, cwd=project).returncode == 2
+    assert dtrain("logs", "tf", "--rank", "5", env=env, cwd=project).returncode == 0
+
+
 # --- faults ------------------------------------------------------------------------------------------
 
 def test_submit_survives_throttling_errors_resets_and_slow_answers(emu, project):

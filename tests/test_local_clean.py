@@ -17,7 +17,7 @@ def _iso(days_ago: float) -> str:
     return (datetime.now(timezone.utc) - timedelta(days=days_ago)).isoformat(timespec="milliseconds")
 
 
-def _job(home, name, status, ended_days_ago=None, supervisor=None):
+def _job(home, name, status, ended_days_ago=None, supervisor=None, tags=None):
     d = home / "jobs" / name
     (d / "snapshot").mkdir(parents=True)
     (d / "snapshot" / "train.py").write_text("x" * 1000)
@@ -25,7 +25,7 @@ def _job(home, name, status, ended_days_ago=None, supervisor=None):
     (d / "plan.json").write_text(json.dumps({"ranks": []}))
     state = {"name": name, "status": status, "created": _iso(30), "token": f"{name}:t",
              "ended": _iso(ended_days_ago) if ended_days_ago is not None else None,
-             "supervisor": supervisor, "processes": [], "failure": None}
+             "supervisor": supervisor, "processes": [], "failure": None, "tags": tags or {}}
     (d / "state.json").write_text(json.dumps(state))
     return d
 
@@ -98,3 +98,74 @@ def test_bad_ages_are_usage_errors(cli, tmp_path, text):
     with pytest.raises(UsageError):
         parse_age(text)
     assert cli("clean", "--older-than", text, env={"DTRAIN_HOME": str(tmp_path)}).returncode == 2
+
+
+def _chain_tags(chain, k, retries=2):
+    return {"dtrain.chain": chain, "dtrain.attempt": str(k), "dtrain.retries": str(retries),
+            "dtrain.retry_on": "infrastructure"}
+
+
+@pytest.fixture
+def chains(tmp_path):
+    """cx: attempt 1 lost 10 days ago, attempt 2 running; cy: attempt 1 lost 10 days ago, attempt 2
+    completed yesterday; cz: both attempts ended 10 days ago; cw: attempt 1 lost, attempt 2 not submitted yet."""
+    h = tmp_path / "home"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    from dtrain.backends.local import procs
+    _job(h, "cx", "NotResponding", 10, tags=_chain_tags("cx", 1))
+    _job(h, "cx-r1", "Running", supervisor={"pid": sleeper.pid, "start_time": procs.start_time(sleeper.pid)},
+         tags=_chain_tags("cx", 2))
+    _job(h, "cy", "NotResponding", 10, tags=_chain_tags("cy", 1))
+    _job(h, "cy-r1", "Completed", 1, tags=_chain_tags("cy", 2))
+    _job(h, "cz", "NotResponding", 10, tags=_chain_tags("cz", 1, retries=1))
+    _job(h, "cz-r1", "Completed", 10, tags=_chain_tags("cz", 2, retries=1))
+    _job(h, "cw", "NotResponding", 0.00001, tags=_chain_tags("cw", 1))
+    yield h
+    sleeper.kill()
+    sleeper.wait()
+
+
+def test_clean_never_breaks_a_chain(cli, chains):
+    env = {"DTRAIN_HOME": str(chains), "DTRAIN_RETRY_BACKOFF_S": "3600"}
+    r = cli("clean", "--older-than", "7d", "-o", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert sorted(rep["removed"]) == ["cz", "cz-r1"]                     # a finished chain, old as a whole
+    assert sorted(rep["kept_running"]) == ["cw", "cx", "cx-r1"]          # running, or its next attempt due
+    assert _names(chains) == ["cw", "cx", "cx-r1", "cy", "cy-r1"]        # cy: its last attempt is young
+    r = cli("clean", "--older-than", "0", env=env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == ["cy", "cy-r1"]
+    st = cli("status", "cx", "--local", "-o", "json", env=env)
+    assert st.returncode == 0, st.stderr
+    assert [a["name"] for a in json.loads(st.stdout)["chain"]["attempts"]] == ["cx", "cx-r1"]
+
+
+def test_clean_never_follows_a_symlinked_job_folder(cli, tmp_path):
+    h = tmp_path / "home"
+    (h / "jobs").mkdir(parents=True)
+    outside = _job(tmp_path / "elsewhere", "linked", "Completed", 10)
+    (h / "jobs" / "linked").symlink_to(outside)
+    env = {"DTRAIN_HOME": str(h)}
+    for flags in (["--snapshots-only"], []):
+        r = cli("clean", "--older-than", "1d", *flags, env=env)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [] and "0 job folder(s)" in r.stderr
+        assert (outside / "snapshot" / "train.py").is_file() and (outside / "state.json").is_file()
+        assert _names(h) == ["linked"]
+    # a .trash-* link (left by an older clean) goes, and only the link
+    (h / "jobs" / ".trash-linked-0000").symlink_to(outside)
+    assert cli("clean", "--older-than", "1d", env=env).returncode == 0
+    assert _names(h) == ["linked"] and (outside / "snapshot" / "train.py").is_file()
+
+
+def test_clean_names_a_symlinked_job_folder_it_leaves_alone(tmp_path):
+    from dtrain.backends.local import LocalBackend
+    from dtrain.backends.local.clean import clean
+
+    h = tmp_path / "home"
+    (h / "jobs").mkdir(parents=True)
+    outside = _job(tmp_path / "elsewhere", "linked", "Completed", 10)
+    (h / "jobs" / "linked").symlink_to(outside)
+    rep = clean(LocalBackend(h), 0)
+    assert rep.removed == [] and rep.notes == [f"linked: the job folder is a symlink (to {outside}); left alone"]

@@ -1,6 +1,5 @@
 """The newest log line that status/watch show is read with bounded memory, even while the rank writes."""
 import os
-import pathlib
 import tracemalloc
 
 from dtrain.backends.local import _last_line
@@ -13,17 +12,18 @@ def test_last_line_reads_a_bounded_tail_while_the_log_grows(tmp_path, monkeypatc
     with open(log, "wb") as f:
         f.write((b"y" * 99 + b"\n") * 200_000)   # 20 MB
         f.write(b"saved checkpoint [/mnt/ckpt-100]\n")
-    real_stat = pathlib.Path.stat
+    real_fstat, ino = os.fstat, log.stat().st_ino
 
-    def stat_as_if_written_since(self, *a, **kw):
-        # what stat saw a moment before the rank wrote the last 19 MB: the read must not chase them
-        st = real_stat(self, *a, **kw)
-        if self == log:
+    def fstat_as_if_written_since(fd):
+        # the size when the log was opened, a moment before the rank wrote the last 19 MB: the read
+        # must not chase them
+        st = real_fstat(fd)
+        if st.st_ino == ino:
             return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
                                    1_000_000, st.st_atime, st.st_mtime, st.st_ctime))
         return st
 
-    monkeypatch.setattr(pathlib.Path, "stat", stat_as_if_written_since)
+    monkeypatch.setattr(os, "fstat", fstat_as_if_written_since)
     tracemalloc.start()
     try:
         line = _last_line(tmp_path)

@@ -114,3 +114,34 @@ def test_unknown_job_exits_2_and_no_metrics_exits_0(cli, write):
     r = cli("metrics", "quiet")
     assert r.returncode == 0 and "no metrics" in r.stderr and r.stdout == ""
     assert json.loads(cli("metrics", "quiet", "-o", "json").stdout) == {"job": "quiet", "metrics": {}}
+
+
+NAN_JOB = """\
+command: m=${MLFLOW_TRACKING_URI#file://}/$MLFLOW_EXPERIMENT_ID/$MLFLOW_RUN_ID/metrics; printf '100 nan 0\\n101 inf 1\\n102 0.5 2\\n' > $m/loss
+environment: azureml:env:1
+compute: local
+"""
+
+
+@pytest.mark.timeout(120)
+def test_nan_and_inf_are_json_null_and_min_max_leave_nan_out(cli, write):
+    spec = write("job.yml", NAN_JOB)
+    assert cli("submit", spec, "--name", "nanjob", "--wait").returncode == 0
+    r = cli("metrics", "nanjob", "-o", "json")
+    assert r.returncode == 0, r.stderr
+
+    def refuse(c):
+        raise ValueError(f"not JSON: {c}")
+
+    doc = json.loads(r.stdout, parse_constant=refuse)
+    assert [(p["step"], p["value"]) for p in doc["metrics"]["loss"]] == [(0, None), (1, None), (2, 0.5)]
+    t = cli("metrics", "nanjob")
+    row = next(ln for ln in t.stdout.splitlines() if ln.startswith("loss"))
+    assert row.split() == ["loss", "0.5000", "0.5000", "inf", "3"]          # last, min, max, steps
+    assert "(loss: 1 NaN value left out of min and max)" in t.stdout
+    from dtrain.metrics_view import json_safe, summary
+
+    pts = [MetricPoint(0, float("nan"), 1), MetricPoint(1, float("inf"), 2), MetricPoint(2, 0.5, 3)]
+    for order in (pts, pts[::-1], pts[1:] + pts[:1]):
+        assert summary({"loss": order})[0][2:4] == (0.5, float("inf"))
+    assert json_safe({"a": [float("nan"), float("-inf"), 1.0], "b": (2, "x")}) == {"a": [None, None, 1.0], "b": [2, "x"]}

@@ -18,9 +18,23 @@ _PER_RANK = re.compile(r"_rank\d+$")
 THROUGHPUT = "samples_per_s"
 
 
+def json_safe(obj):
+    """`obj` with every NaN and infinite float replaced by None (JSON null), in dicts, lists and tuples:
+    JSON has no NaN or Infinity, and Python's json would write them as such (not JSON). Call it on any
+    document holding metric values before printing it (`metrics -o json`, `submit --wait -o json`)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 def to_json(job: str, metrics: dict) -> dict:
-    """{"job": NAME, "metrics": {key: [{"step", "value", "timestamp"}, ...]}} (documented, stable)."""
-    return {"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in sorted(metrics.items())}}
+    """{"job": NAME, "metrics": {key: [{"step", "value", "timestamp"}, ...]}} (documented, stable); a NaN
+    or infinite value is null (json_safe)."""
+    return json_safe({"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in sorted(metrics.items())}})
 
 
 def csv_text(job: str, metrics: dict, header: bool = True) -> str:
@@ -46,14 +60,21 @@ def fmt(v: float) -> str:
 
 
 def summary(metrics: dict) -> list[tuple]:
-    """(key, last, min, max, steps) per metric, keys sorted."""
+    """(key, last, min, max, steps) per metric, keys sorted. min and max leave NaN out (Python's min and
+    max over NaN depend on the order); they are NaN only when every value is (nan_counts says how many)."""
     rows = []
     for key, pts in sorted(metrics.items()):
         if not pts:
             continue
-        vals = [p.value for p in pts]
+        vals = [p.value for p in pts if p.value == p.value] or [math.nan]
         rows.append((key, pts[-1].value, min(vals), max(vals), len({p.step for p in pts})))
     return rows
+
+
+def nan_counts(metrics: dict) -> dict:
+    """key -> how many NaN values it has (keys without any left out)."""
+    out = {k: sum(1 for p in pts if p.value != p.value) for k, pts in sorted(metrics.items())}
+    return {k: n for k, n in out.items() if n}
 
 
 def final_values(metrics: dict) -> dict:
@@ -103,6 +124,8 @@ def render_text(job: str, metrics: dict, keys=None, width: int = 80) -> str:
     out = [f"{'metric'.ljust(kw)}  {'last':>10}  {'min':>10}  {'max':>10}  {'steps':>6}"]
     for key, last, lo, hi, steps in rows:
         out.append(f"{key.ljust(kw)}  {fmt(last):>10}  {fmt(lo):>10}  {fmt(hi):>10}  {steps:>6}")
+    for key, n in nan_counts(metrics).items():
+        out.append(f"({key}: {n} NaN value{'s' if n != 1 else ''} left out of min and max)")
     chosen = list(keys) if keys else [k for k in ("loss", THROUGHPUT, "learning_rate") if k in metrics]
     if not chosen:
         chosen = [k for k in sorted(metrics) if not _PER_RANK.search(k)][:3]

@@ -972,10 +972,10 @@ class AzureMLEmulator:
             return nodes * int(dist.get("processCountPerInstance") or 1)
         if dtype == "TensorFlow":
             return int(dist.get("workerCount") or nodes) + int(dist.get("parameterServerCount") or 0)
-        return 1
+        return nodes                  # without a distribution the command runs once on every node
 
     def _log_names(self, state: JobState) -> List[str]:
-        if not state.props.get("distribution"):
+        if not state.props.get("distribution") and self._world_size(state) == 1:
             return ["user_logs/std_log.txt"]
         return [f"user_logs/std_log_process_{i}.txt" for i in range(self._world_size(state))]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .safefile import read_tail
+
 TAIL_LINES = 20
 _MPI_FIRST = re.compile(r"The first process to do so was:.*?Process name:\s*\[\[\d+,\d+\],(\d+)\].*?Exit code:\s*(-?\d+)",
                         re.S)
@@ -12,11 +14,7 @@ _MPI_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on
 
 def tail_text(path: Path, max_bytes: int = 256 * 1024) -> list[str]:
     try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            data = f.read()
+        data, size = read_tail(path, max_bytes)   # a regular file only: never a FIFO or /dev/zero
     except OSError:
         return []
     lines = data.decode("utf-8", "replace").splitlines()

@@ -84,17 +84,41 @@ def _as_dict(obj) -> dict:
 _REST_DISTRIBUTION = {"PyTorch": "pytorch", "Mpi": "mpi", "TensorFlow": "tensorflow", "Ray": "ray"}
 
 
-def _shape(props: dict) -> tuple[int, int]:
-    """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
-    nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
+def _distribution(props: dict) -> Distribution | None:
+    """The job's distribution as the spec layer models it, from Azure's REST shape (None without one)."""
     dist = props.get("distribution") or {}
     kind = _REST_DISTRIBUTION.get(dist.get("distributionType"))
     if kind is None:
-        return nodes, 1
-    d = Distribution(type=kind, process_count_per_instance=dist.get("processCountPerInstance"),
-                     worker_count=dist.get("workerCount"),
-                     parameter_server_count=int(dist.get("parameterServerCount") or 0))
-    return nodes, d.processes_per_node(nodes)
+        return None
+    return Distribution(type=kind, process_count_per_instance=dist.get("processCountPerInstance"),
+                        worker_count=dist.get("workerCount"),
+                        parameter_server_count=int(dist.get("parameterServerCount") or 0))
+
+
+def _entity_distribution(job) -> Distribution | None:
+    """The same from an azure-ai-ml job entity (what `jobs.list` returns)."""
+    dist = getattr(job, "distribution", None)
+    kind = str(getattr(dist, "type", "") or "").lower()
+    if dist is None or kind not in _REST_DISTRIBUTION.values():
+        return None
+    return Distribution(type=kind, process_count_per_instance=getattr(dist, "process_count_per_instance", None),
+                        worker_count=getattr(dist, "worker_count", None),
+                        parameter_server_count=int(getattr(dist, "parameter_server_count", None) or 0))
+
+
+def shape_of(nodes: int, d: Distribution | None) -> tuple[int, int, int]:
+    """(nodes, processes per node, processes in all) by the spec layer's one rule (Distribution): a
+    TensorFlow job's parameter servers count, and a job without a distribution runs once per node."""
+    if d is None:
+        return nodes, 1, nodes
+    return nodes, d.processes_per_node(nodes), d.process_count(nodes)
+
+
+def _shape(props: dict) -> tuple[int, int]:
+    """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
+    nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
+    n, ppn, _ = shape_of(nodes, _distribution(props))
+    return n, ppn
 
 
 def _timeout_seconds(props: dict) -> float | None:
@@ -371,11 +395,8 @@ class AzureBackend(Backend):
         if raw is None:
             raise JobNotFound(f"no Azure ML job named '{name}'", hint="`dtrain list` shows the jobs")
         props = raw.get("properties") or {}
-        nodes, ppn = _shape(props)
-        dist = (props.get("distribution") or {})
-        world = nodes * ppn if dist.get("distributionType") in ("PyTorch", "Mpi") else (
-            int(dist.get("workerCount") or nodes) + int(dist.get("parameterServerCount") or 0)
-            if dist.get("distributionType") == "TensorFlow" else 1)
+        nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
+        _, ppn, world = shape_of(nodes, _distribution(props))
         if rank is not None and not 0 <= rank < world:
             raise UsageError(f"job '{name}' has no rank {rank}", hint=f"ranks are 0..{world - 1}")
         ml = self.ml
@@ -533,9 +554,8 @@ class AzureBackend(Backend):
                        url=studio, tags=dict(props.get("tags") or {}))
 
     def _info_from_entity(self, job) -> JobInfo:
-        nodes = getattr(getattr(job, "resources", None), "instance_count", None) or 1
-        dist = getattr(job, "distribution", None)
-        ppn = getattr(dist, "process_count_per_instance", None) or 1
+        nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
+        _, ppn, _ = shape_of(nodes, _entity_distribution(job))
         created = getattr(getattr(job, "creation_context", None), "created_at", None)
         return JobInfo(name=job.name, backend=self.name, status=_status_text(job.status),
                        display_name=job.display_name, experiment_name=job.experiment_name,

@@ -5,9 +5,11 @@ supervisor (see supervisor.py), with state and logs under $DTRAIN_HOME/jobs/<nam
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -16,10 +18,11 @@ from pathlib import Path
 from typing import Iterator
 
 from ...codefiles import code_files, copy_files
-from ...errors import JobNotFound, LostTrack, UsageError
+from ...errors import ConfigError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
-from ..base import Backend, FailureInfo, JobInfo, LogLine, SubmitOptions, is_terminal
+from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions, is_terminal
 from ..names import generate_name
+from ..safefile import read_tail
 from . import env as _env
 from . import mlflowstore, procs
 from .logs import follow_logs
@@ -47,9 +50,17 @@ class LocalBackend(Backend):
     name = "local"
     poll_cap_s = 0.5   # status is a local file read: poll often so short jobs end promptly
 
-    def __init__(self, home: str | os.PathLike | None = None):
+    def __init__(self, home: str | os.PathLike | None = None, *, notify: Notify | None = None):
         self._home = Path(home).resolve() if home else None
         self._children: dict[str, subprocess.Popen] = {}
+        self._notify = notify
+        self._told: set[str] = set()
+
+    def _note(self, text: str) -> None:
+        """A note for the user (once each), e.g. a job's file that is skipped: not a regular file."""
+        if self._notify is not None and text not in self._told:
+            self._told.add(text)
+            self._notify(Notice(text))
 
     @property
     def home(self) -> Path:
@@ -108,6 +119,8 @@ class LocalBackend(Backend):
                 "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
                 "supervisor": None, "processes": [], "failure": None, "timed_out": False,
                 "cancel_requested": False, "grace_s": grace_seconds(),
+                # who starts the supervisor: a re-run starts a job whose submitter died before it could
+                "submitter": {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
                 # in port order (state.json's keys are sorted), each with its use: see _ports
                 "ports": ports, "port_names": plan.port_names(),
             }
@@ -115,16 +128,39 @@ class LocalBackend(Backend):
                 state["mpirun"] = mpirun
             atomic_write_json(staging / STATE, state)
             os.rename(staging, target)
-        except OSError:
+        except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if (target / STATE).exists():         # another submit of the same name won the race
                 return self._existing(plan, phash)
-            raise
+            raise _no_space(exc, root, plan.name, code) or exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        self._start_supervisor(target)
+        try:
+            self._start_supervisor(target)
+        except OSError as exc:
+            # e.g. a disk that filled up between the copy and the supervisor's log: a job that can never
+            # start must not stay behind as Queued, nor use up the name
+            self._abandon(target)
+            raise _no_space(exc, root, plan.name, code) or exc
         return self.status(plan.name)
+
+    def _abandon(self, job_dir: Path) -> None:
+        """Undo a submit whose supervisor could not be started: stop whatever did start, remove the job."""
+        child = self._children.pop(job_dir.name, None)
+        if child is not None:
+            child.kill()                          # the watchdog: its supervisor and ranks die with it
+            child.wait()
+        try:
+            _stop_leftovers(read_state(job_dir))   # anything carrying the job's marker
+        except (OSError, CorruptState):
+            pass
+        trash = job_dir.parent / f".trash-{job_dir.name}-{secrets.token_hex(4)}"
+        try:
+            os.rename(job_dir, trash)
+        except OSError:
+            trash = job_dir
+        shutil.rmtree(trash, ignore_errors=True)
 
     def _existing(self, plan: LocalPlan, phash: str) -> JobInfo:
         try:
@@ -136,7 +172,22 @@ class LocalBackend(Backend):
             raise UsageError(f"a local job named '{plan.name}' already exists (a different job)",
                              hint="give a new name with --name, or drop `name:` from the spec to get a generated "
                                   f"one; `dtrain status {plan.name}` shows the existing job")
+        if _never_started(state) and self._claim(Path(plan.job_dir)):
+            self._start_supervisor(Path(plan.job_dir))   # its submit was killed before it could
         return self.status(plan.name)
+
+    def _claim(self, job_dir: Path) -> bool:
+        """Make this process the submitter of a job that never started (under the job's lock, so that of
+        two re-runs only one starts it)."""
+        claimed = []
+
+        def take(s):
+            if _never_started(s):
+                s["submitter"] = {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())}
+                claimed.append(True)
+
+        update_state(job_dir, take)
+        return bool(claimed)
 
     def _start_supervisor(self, job_dir: Path) -> None:
         """Start the job's watchdog (which starts the supervisor) in a session of its own. Its environment
@@ -248,7 +299,7 @@ class LocalBackend(Backend):
         def terminal() -> bool:
             return is_terminal(self.status(name).status)
 
-        return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal)
+        return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal, on_skip=self._note)
 
     # --- metrics (mlflowstore.py) -----------------------------------------------------------------
     def metrics_reader(self, name: str, *, keys=None) -> mlflowstore.MetricsFiles:
@@ -256,7 +307,7 @@ class LocalBackend(Backend):
             job_dir, _ = self._read(name)
         except CorruptState as exc:
             job_dir = exc.path.parent             # its metrics are still worth reading
-        return mlflowstore.MetricsFiles(job_dir, name, keys)
+        return mlflowstore.MetricsFiles(job_dir, name, keys, on_skip=self._note)
 
     def metrics(self, name: str, *, keys=None) -> dict:
         reader = self.metrics_reader(name, keys=keys)
@@ -265,7 +316,7 @@ class LocalBackend(Backend):
 
     def latest_metrics(self, jobs) -> dict:
         """A tail read of each metric file per job: local files, no request."""
-        return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name)
+        return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name, on_skip=self._note)
                 for j in jobs if valid_name(j.name)}
 
     # --- cancel ----------------------------------------------------------------------------------
@@ -350,6 +401,30 @@ class LocalBackend(Backend):
         return infos[:limit] if limit is not None else infos
 
 
+def _never_started(state: dict) -> bool:
+    """Queued, no supervisor or watchdog ever recorded, and the submit that wrote it is gone (killed
+    between writing the job and starting its supervisor): nothing will ever start it."""
+    sub = state.get("submitter")
+    return (state.get("status") == "Queued" and not state.get("supervisor") and not state.get("watchdog")
+            and isinstance(sub, dict) and not procs.is_alive(sub.get("pid"), sub.get("start_time")))
+
+
+def _no_space(exc: OSError, root: Path, name: str, code) -> ConfigError | None:
+    """A full disk (or quota) under DTRAIN_HOME as a configuration error (exit 6) that names the folder,
+    what the job needs and what is free; None for any other error."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    needed = (code.total_bytes if code is not None else 0) + 1024 * 1024   # the snapshot, plus state and logs
+    try:
+        free = f"; {shutil.disk_usage(root).free / 1e6:.1f} MB free there"
+    except OSError:
+        free = ""
+    return ConfigError(f"no space left under {root} for local job '{name}': it needs at least "
+                       f"{needed / 1e6:.1f} MB (its code snapshot, state and first logs){free}; nothing was "
+                       "submitted", hint="free some space (`dtrain clean --older-than 7d` removes old local jobs), "
+                                         "or set DTRAIN_HOME to a folder on a disk with room")
+
+
 def _unreadable(exc: CorruptState) -> JobInfo:
     """A job whose state.json makes no sense: shown with status Unreadable (exit 7, lost track), named by
     its file, so one bad file never hides or breaks the other jobs."""
@@ -400,14 +475,24 @@ def _ports(state: dict) -> dict:
 
 
 def _last_line(job_dir: Path, tail: int = 4096) -> str | None:
-    """The newest complete line of the most recently written rank log (for `dtrain watch`)."""
-    logs = sorted((job_dir / "user_logs").glob("std_log*.txt"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for log in logs[:1]:
-        with open(log, "rb") as f:
-            f.seek(max(0, log.stat().st_size - tail))
-            # read(tail), not read(): a rank writing fast grows the file while it is read, and an
+    """The newest complete line of the most recently written rank log (for `dtrain watch`). Only regular
+    files count: a log a job replaced by a FIFO or a symlink to /dev/zero is passed over."""
+    found = []
+    for p in (job_dir / "user_logs").glob("std_log*.txt"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((st.st_mtime, p))
+    for _, log in sorted(found, reverse=True)[:1]:
+        try:
+            # at most `tail` bytes: a rank writing fast grows the file while it is read, and an
             # unbounded read chased it (a 300 MB log cost `logs -f` up to 690 MiB)
-            lines = [ln for ln in f.read(tail).decode("utf-8", "replace").splitlines() if ln.strip()]
+            data, _ = read_tail(log, tail)
+        except OSError:
+            return None
+        lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         if lines:
             return lines[-1]
     return None

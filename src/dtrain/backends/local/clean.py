@@ -1,10 +1,13 @@
 """`dtrain clean`: remove finished local jobs (or only their code snapshots) older than a given age.
 
 Never touched: a job that is not finished (checked under the job's lock, after the lost-supervisor check,
-so a Queued job whose supervisor is starting counts as running), a job whose state is unreadable (its
-age and processes are unknown), and $DTRAIN_HOME/datastores (shared by every job, like a real
-datastore). A whole job is first renamed to a hidden name, so a reader sees the job or nothing, then
-deleted. `.staging-*` folders left by a submit that was killed mid-copy go once they are an hour old.
+so a Queued job whose supervisor is starting counts as running), any job of a retry chain that has not
+finished (chain.py: an attempt runs or the next is due), the jobs of a chain one of whose attempts ended
+less than the age ago (a chain goes as a whole), a job whose state is unreadable (its age and processes
+are unknown), a job folder (or snapshot) that is a symlink (never followed; named in report.notes), and
+$DTRAIN_HOME/datastores (shared by every job, like a real datastore). A whole job is first renamed to a
+hidden name, so a reader sees the job or nothing, then deleted. `.staging-*` folders left by a submit
+that was killed mid-copy go once they are an hour old.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ class CleanReport:
     bytes_freed: int = 0
     kept_running: list = field(default_factory=list)
     unreadable: list = field(default_factory=list)
+    notes: list = field(default_factory=list)        # what was left alone and why (a symlinked job folder)
 
 
 def _size(path: Path) -> int:
@@ -59,25 +63,113 @@ def _ended_at(state: dict, job_dir: Path) -> float:
         return (job_dir / STATE).stat().st_mtime
 
 
+def _epoch(iso: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp() if iso else None
+    except ValueError:
+        return None
+
+
+class _Chains:
+    """Retry chains (chain.py) seen as wholes: a chain's jobs go together or not at all, so a chain is
+    never left without its head (its name) or without an attempt it still needs."""
+
+    def __init__(self, backend):
+        from ...chain import ChainBackend
+
+        self._view = ChainBackend(getattr(backend, "inner", backend), None)
+        self._inner = self._view.inner
+        self._seen: dict = {}
+
+    def hold(self, info, now: float, older_than_s: float) -> str | None:
+        """Why a chain's job must stay ("running": the chain has not finished; "young": an attempt of it
+        ended less than the age ago), or None when it may go (or is no chain's)."""
+        from ...chain import CHAIN_TAG
+
+        chain = (info.tags or {}).get(CHAIN_TAG)
+        if not chain:
+            return None
+        if chain not in self._seen:
+            self._seen[chain] = self._judge(str(chain), now, older_than_s)
+        return self._seen[chain]
+
+    def _judge(self, chain: str, now: float, older_than_s: float) -> str | None:
+        from ...chain import is_chain_head
+
+        try:
+            head = self._inner.status(chain)
+        except DtrainError:
+            return None                          # its head is gone: each attempt stands alone
+        if not is_chain_head(head):
+            return None
+        view = self._view.view(head)             # looks only: never submits the next attempt
+        if not view.terminal:                    # an attempt runs, or the next one is due (Retrying)
+            return "running"
+        ends = [_epoch(a.get("ended")) for a in (view.chain or {}).get("attempts", [])]
+        youngest = max((e for e in ends if e is not None), default=now)
+        return "young" if now - youngest < older_than_s else None
+
+
+def _clean_hidden(d: Path, now: float, report: CleanReport, dry_run: bool) -> None:
+    """.trash-* (left by a clean that was killed) and stale .staging-* (a submit killed mid-copy)."""
+    if d.is_symlink():
+        if d.name.startswith(".trash-") and not dry_run:
+            d.unlink()                           # the link only: never what it points at
+        return
+    if d.name.startswith(".trash-") and d.is_dir():
+        if not dry_run:
+            shutil.rmtree(d, ignore_errors=True)
+    elif d.name.startswith(".staging-") and d.is_dir() and now - d.stat().st_mtime > STAGING_GRACE_S:
+        report.removed.append(d.name)
+        report.bytes_freed += _size(d)
+        if not dry_run:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _remove(root: Path, d: Path, older_than_s: float, now: float, report: CleanReport, *,
+            dry_run: bool, snapshots_only: bool) -> None:
+    """Remove a finished job (or its snapshot) that ended long enough ago, deciding under its lock."""
+    trash = None
+    with locked(d):
+        try:
+            state = read_state(d)
+        except (OSError, CorruptState):
+            return
+        if not is_terminal(state["status"]) or now - _ended_at(state, d) < older_than_s:
+            return
+        target = d / "snapshot" if snapshots_only else d
+        if target.is_symlink():
+            report.notes.append(f"{d.name}: its snapshot is a symlink (to {os.readlink(target)}); left alone")
+            return
+        if not target.exists():
+            return
+        report.removed.append(d.name)
+        report.bytes_freed += _size(target)
+        if dry_run:
+            return
+        if snapshots_only:
+            shutil.rmtree(target, ignore_errors=True)
+            return
+        trash = root / f".trash-{d.name}-{secrets.token_hex(4)}"
+        os.rename(d, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
 def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only: bool = False) -> CleanReport:
     report = CleanReport()
     root = jobs_root(backend.home)
     if not root.is_dir():
         return report
     now = time.time()
+    chains = _Chains(backend)
     for d in sorted(root.iterdir()):
-        if d.name.startswith(".trash-") and d.is_dir():   # left by a clean that was killed
-            if not dry_run:
-                shutil.rmtree(d, ignore_errors=True)
+        if d.name.startswith("."):
+            _clean_hidden(d, now, report, dry_run)
             continue
-        if d.name.startswith(".staging-") and d.is_dir():
-            if now - d.stat().st_mtime > STAGING_GRACE_S:
-                report.removed.append(d.name)
-                report.bytes_freed += _size(d)
-                if not dry_run:
-                    shutil.rmtree(d, ignore_errors=True)
+        if d.is_symlink():                       # never followed: what it points at is not ours
+            report.notes.append(f"{d.name}: the job folder is a symlink (to {os.readlink(d)}); left alone")
             continue
-        if d.name.startswith(".") or not (d / STATE).is_file():
+        if not (d / STATE).is_file():
             continue
         try:
             info = backend.status(d.name)      # repairs a job whose supervisor is gone
@@ -86,27 +178,10 @@ def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only
         if info.status == "Unreadable":
             report.unreadable.append(d.name)
             continue
-        if not info.terminal:
+        hold = chains.hold(info, now, older_than_s)
+        if not info.terminal or hold == "running":
             report.kept_running.append(d.name)
             continue
-        with locked(d):
-            try:
-                state = read_state(d)
-            except (OSError, CorruptState):
-                continue
-            if not is_terminal(state["status"]) or now - _ended_at(state, d) < older_than_s:
-                continue
-            target = d / "snapshot" if snapshots_only else d
-            if not target.exists():
-                continue
-            report.removed.append(d.name)
-            report.bytes_freed += _size(target)
-            if dry_run:
-                continue
-            if snapshots_only:
-                shutil.rmtree(target, ignore_errors=True)
-                continue
-            trash = root / f".trash-{d.name}-{secrets.token_hex(4)}"
-            os.rename(d, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        if hold is None:
+            _remove(root, d, older_than_s, now, report, dry_run=dry_run, snapshots_only=snapshots_only)
     return report

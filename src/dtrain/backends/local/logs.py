@@ -14,15 +14,19 @@ from typing import BinaryIO, Callable, Iterator
 
 from ..base import LogLine
 from ..lines import LineBuffer
+from ..safefile import NotRegularFile, open_regular
 
 POLL_S = 0.1
 CHUNK = 64 * 1024          # per read: at most this many bytes (and their lines) in memory at once
 
 
 class FileTail:
-    def __init__(self, path: Path, rank: int | None, node: int | None, source: str):
+    def __init__(self, path: Path, rank: int | None, node: int | None, source: str,
+                 on_skip: Callable[[str], None] | None = None):
         self.path = Path(path)
         self.rank, self.node, self.source = rank, node, source
+        self.on_skip = on_skip
+        self.skipped = False        # not a regular file (a FIFO, a symlink to /dev/zero): never read
         self._f: BinaryIO | None = None
         self._lines = LineBuffer()
         self.at_end = True          # whether the last read reached the end of the file
@@ -31,10 +35,17 @@ class FileTail:
         """The lines in the next CHUNK bytes. With final, a partial last line is emitted too once the
         end of the file is reached."""
         if self._f is None:
+            self.at_end = True
+            if self.skipped:
+                return []
             try:
-                self._f = open(self.path, "rb")
+                self._f = open_regular(self.path)
+            except NotRegularFile as exc:
+                self.skipped = True
+                if self.on_skip:
+                    self.on_skip(f"{self.source}: {exc.kind}, not a regular file; its lines are skipped")
+                return []
             except FileNotFoundError:
-                self.at_end = True
                 return []
         data = self._f.read(CHUNK)
         self.at_end = len(data) < CHUNK
@@ -54,9 +65,10 @@ class FileTail:
             self._f = None
 
 
-def follow_logs(job_dir: Path, ranks: list[dict], *, follow: bool,
-                is_terminal: Callable[[], bool], poll: float = POLL_S) -> Iterator[LogLine]:
-    tails = [FileTail(Path(job_dir) / r["log"], r.get("rank"), r.get("node"), r["log"]) for r in ranks]
+def follow_logs(job_dir: Path, ranks: list[dict], *, follow: bool, is_terminal: Callable[[], bool],
+                poll: float = POLL_S, on_skip: Callable[[str], None] | None = None) -> Iterator[LogLine]:
+    """on_skip(text): told once of each log that is not a regular file (skipped, never read)."""
+    tails = [FileTail(Path(job_dir) / r["log"], r.get("rank"), r.get("node"), r["log"], on_skip) for r in ranks]
     try:
         if not follow:
             terminal = is_terminal()

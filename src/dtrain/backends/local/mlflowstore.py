@@ -17,10 +17,13 @@ that is set too. dtrain reads the metric files itself (MetricsFiles): no mlflow 
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from pathlib import Path
+from typing import Callable
 
 from ..base import MetricPoint, sort_points
+from ..safefile import NotRegularFile, open_regular, read_tail
 
 MLRUNS = "mlruns"
 DEFAULT_EXPERIMENT = "Default"     # Azure ML's experiment for a job that names none
@@ -66,12 +69,24 @@ def create(staging: Path, job_dir: str, name: str, experiment_name: str | None, 
 
 
 def metrics_dirs(job_dir: Path, name: str) -> list[Path]:
-    """The run's metrics folder(s): the run id is the job name, in whichever experiment a script chose."""
+    """The run's metrics folder(s): the run id is the job name, in whichever experiment a script chose.
+    A folder reached through a symlink is not one (a job could point it anywhere)."""
     root = Path(job_dir) / MLRUNS
-    if not root.is_dir():
+    if not root.is_dir() or root.is_symlink():
         return []
-    return sorted(d / name / "metrics" for d in root.iterdir()
-                  if not d.name.startswith(".") and (d / name / "metrics").is_dir())
+    out = []
+    for d in root.iterdir():
+        parts = (d, d / name, d / name / "metrics")
+        if not d.name.startswith(".") and all(_is_real_dir(p) for p in parts):
+            out.append(parts[-1])
+    return sorted(out)
+
+
+def _is_real_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
 
 
 def parse_line(line: str) -> MetricPoint | None:
@@ -88,12 +103,18 @@ def parse_line(line: str) -> MetricPoint | None:
 
 class MetricsFiles:
     """Reads a local job's metric files incrementally: an offset per file, complete lines only (a rank
-    may be half-way through appending one), so a poll reads only the bytes it has not read."""
+    may be half-way through appending one), so a poll reads only the bytes it has not read. Only regular
+    files are read, CHUNK bytes at a time and no further than the size they had when opened: an entry
+    that is a FIFO, a device or a symlink (to /dev/zero, say) is skipped, and on_skip(text) told once."""
 
-    def __init__(self, job_dir: Path, name: str, keys=None):
+    CHUNK = 1024 * 1024
+
+    def __init__(self, job_dir: Path, name: str, keys=None, on_skip: Callable[[str], None] | None = None):
         self.job_dir, self.name = Path(job_dir), name
         self.keys = set(keys) if keys else None
         self.points: dict = {}
+        self.skipped: dict = {}          # path -> why it is not read
+        self.on_skip = on_skip
         self._offsets: dict = {}
 
     def _files(self):
@@ -105,21 +126,42 @@ class MetricsFiles:
                     if self.keys is None or key in self.keys:
                         yield key, path
 
+    def skip(self, path: Path, exc: NotRegularFile) -> None:
+        if path not in self.skipped:
+            self.skipped[path] = exc.kind
+            if self.on_skip:
+                self.on_skip(f"metric file {path} is {exc.kind}, not a regular file: skipped")
+
+    def _read_new(self, path: Path) -> list[MetricPoint]:
+        """The points in the complete lines after the last offset read, up to the file's size now."""
+        off = self._offsets.get(path, 0)
+        pts: list[MetricPoint] = []
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(off)
+            while off < size:
+                data = f.read(min(self.CHUNK, size - off))
+                end = data.rfind(b"\n") + 1
+                if not data or (not end and len(data) < self.CHUNK):
+                    break                    # the last line is not complete yet
+                if not end:                  # one line longer than CHUNK: not a point; pass over it
+                    end = len(data)
+                pts += [p for p in map(parse_line, data[:end].decode("utf-8", "replace").splitlines()) if p]
+                off += end
+                f.seek(off)
+        self._offsets[path] = off
+        return pts
+
     def poll(self) -> dict:
         new: dict = {}
         for key, path in self._files():
-            off = self._offsets.get(path, 0)
             try:
-                with open(path, "rb") as f:
-                    f.seek(off)
-                    data = f.read()
+                pts = self._read_new(path)
+            except NotRegularFile as exc:
+                self.skip(path, exc)
+                continue
             except OSError:
                 continue
-            end = data.rfind(b"\n") + 1
-            if not end:
-                continue
-            self._offsets[path] = off + end
-            pts = [p for p in (parse_line(ln) for ln in data[:end].decode("utf-8", "replace").splitlines()) if p]
             if pts:
                 new.setdefault(key, []).extend(pts)
         for key, pts in new.items():
@@ -128,17 +170,19 @@ class MetricsFiles:
         return new
 
 
-def latest(job_dir: Path, name: str, tail: int = 4096) -> dict:
+def latest(job_dir: Path, name: str, tail: int = 4096, on_skip: Callable[[str], None] | None = None) -> dict:
     """key -> the point of the highest step (then newest) among the last lines of each metric file."""
     out: dict = {}
-    for key, path in MetricsFiles(job_dir, name)._files():
+    reader = MetricsFiles(job_dir, name, on_skip=on_skip)
+    for key, path in reader._files():
         try:
-            with open(path, "rb") as f:
-                size = f.seek(0, 2)
-                f.seek(max(0, size - tail))
-                lines = f.read(tail).decode("utf-8", "replace").splitlines()
+            data, size = read_tail(path, tail)
+        except NotRegularFile as exc:
+            reader.skip(path, exc)
+            continue
         except OSError:
             continue
+        lines = data.decode("utf-8", "replace").splitlines()
         pts = [p for p in (parse_line(ln) for ln in (lines[1:] if size > tail else lines)) if p]
         if pts:
             out[key] = max(pts, key=lambda p: (p.step, p.timestamp))
