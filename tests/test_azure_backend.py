@@ -554,3 +554,46 @@ def test_wait_for_many_jobs_lists_once_per_poll(emu, project):
     lists = [q for q in during if q.method == "GET" and q.path.endswith("/jobs") and not q.query.get("$skipToken")]
     assert len(lists) >= 2
     assert len(gets) <= len(names)   # at most one read per job, when it ends, however many polls
+
+
+# --- secrets the service echoes ------------------------------------------------------------------
+
+ECHOED_SAS = "https://acct.blob.core.windows.net/azureml/logs/std.txt?sv=2021-08-06&sr=b&sig=EchoedSasSig%2Bx%3D"
+ECHOED_KEY = "AccountKey=RWNob2VkQWNjb3VudEtleQ=="
+
+
+@pytest.mark.parametrize("status", [400, 403, 500])
+def test_service_errors_echoing_the_token_a_sas_and_a_key_are_redacted(emu, project, monkeypatch, status):
+    from azure_emulator import StaticTokenCredential
+
+    from dtrain import untrusted
+    from dtrain.backends.azure import AzureBackend
+    from dtrain.errors import DtrainError
+
+    # an opaque token that no pattern knows, handed out by the credential: only the registry can mask it
+    token = "opaque-emulator-token-7f3a9c"
+    for k, v in dict(DTRAIN_ARM_ENDPOINT=emu.url, DTRAIN_SUBSCRIPTION_ID=emu.subscription_id,
+                     DTRAIN_RESOURCE_GROUP=emu.resource_group, DTRAIN_WORKSPACE=emu.workspace,
+                     DTRAIN_AZURE_RETRIES="0", DTRAIN_AZURE_STATUS_ATTEMPTS="1").items():
+        monkeypatch.setenv(k, v)
+    untrusted.forget_secrets()
+    emu.fail(r"/jobs/echo$", status, count=None, method="GET", code="BadRequest",
+             message=f"denied for {{authorization}} (token {{token}}) reading {ECHOED_SAS} with {ECHOED_KEY}")
+    backend = AzureBackend(credential=StaticTokenCredential(token))
+    with pytest.raises(DtrainError) as info:
+        backend.status("echo")
+    text = f"{info.value} {getattr(info.value, 'hint', '')}"
+    assert emu.requests_to(r"/jobs/echo$", "GET"), "the request reached the emulator"
+    assert "Bearer ***" in text and "(token ***)" in text and "sig=***" in text and "AccountKey=***" in text, text
+    for secret in (token, "EchoedSasSig", "RWNob2VkQWNjb3VudEtleQ"):
+        assert secret not in text
+    untrusted.forget_secrets()
+
+
+def test_cli_status_does_not_print_an_echoed_token(emu, project):
+    token = "opaque-cli-token-2b8e4d1c"
+    emu.fail(r"/jobs/echo$", 400, count=None, method="GET", message=f"bad token {{authorization}} {ECHOED_KEY}")
+    r = dtrain("status", "echo", env=emu_env(emu, project, DTRAIN_ARM_TOKEN=token, DTRAIN_AZURE_RETRIES=0),
+               cwd=project)
+    assert r.returncode == 2, r.stderr
+    assert "Bearer ***" in r.stderr and token not in r.stderr and "RWNob2VkQWNjb3VudEtleQ" not in r.stderr

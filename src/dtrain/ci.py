@@ -2,23 +2,51 @@
 logging commands, written when a followed job ends. Nothing happens outside those CI systems.
 
 Workflow and logging commands go to stderr: both runners read them from either stream, and stdout
-carries only data (names, JSON), so `dtrain submit ... --output json | jq` works in CI too."""
+carries only data (names, JSON), so `dtrain submit ... --output json | jq` works in CI too.
+
+Every text from a job or the service (failure messages, tracebacks, last lines, statuses, metric names)
+is untrusted: it is redacted, stripped of control bytes, and written so that it can neither end the
+summary's code block nor render as Markdown, nor be read as a runner command (untrusted.py)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from .backends.base import JobInfo
+from .untrusted import AZURE_PIPELINES, GITHUB, ci_kind, neutralize_commands, redact, strip_controls
 
 
-def _gh_escape(text: str) -> str:
-    # GitHub workflow commands: %, CR and LF must be escaped in the message.
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def _clean(text) -> str:
+    return strip_controls(redact(str(text)))
 
 
-def _vso_escape(text: str) -> str:
-    return (text.replace("%", "%AZP25").replace(";", "%3B").replace("\r", "%0D").replace("\n", "%0A")
-            .replace("]", "%5D"))
+# Markdown and HTML punctuation that could start a link, an image, emphasis, a tag or an entity, or end
+# a table cell; each is shown literally once backslash-escaped (CommonMark: any ASCII punctuation). An
+# underscore inside a word emphasizes nothing, so job names like run_1_a stay as they are.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]()#!|<>~&{}]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_text(text) -> str:
+    """Untrusted text for one line of Markdown or a table cell: redacted, no control bytes, one line,
+    and shown as written (`![x](http://...)` stays text, `|` does not end the cell)."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), _clean(text).replace("\n", " "))
+
+
+def md_fenced(text) -> list[str]:
+    """Untrusted text as a fenced code block: the fence is a run of backticks longer than any in the
+    text, so no line of it can close the block (and nothing inside renders)."""
+    body = _clean(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, body, fence]
+
+
+def _md_url(url: str) -> str | None:
+    # a link target from the service: http(s) only, and nothing that could end the (...) early
+    if not re.match(r"https?://", url or ""):
+        return None
+    return re.sub(r"[\s()<>\"'`\\\x00-\x1f\x7f]", lambda m: f"%{ord(m.group()):02X}", url)
 
 
 def _failure_text(info: JobInfo) -> tuple[str, str]:
@@ -39,12 +67,11 @@ def metrics_markdown(metrics: dict) -> list[str]:
     rows = ["| job | metric | last value | step |", "|---|---|---|---|"]
     for job, last in metrics.items():
         for key, p in (last or {}).items():
-            rows.append(f"| {job} | {key} | {fmt(p.value)} | {p.step} |")
+            rows.append(f"| {md_text(job)} | {md_text(key)} | {fmt(p.value)} | {p.step} |")
     return ["#### metrics", "", *rows, ""] if len(rows) > 2 else []
 
 
-def _md_cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_md_cell = md_text
 
 
 def attempts_markdown(infos) -> list[str]:
@@ -75,15 +102,16 @@ def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = 
         status = i.status + (" (timed out)" if i.timed_out else "")
         if i.chain:
             status += ", " + attempt_label(i.chain)
-        name = f"[{i.name}]({i.url})" if i.url and i.url.startswith("http") else i.name
+        url = _md_url(redact(i.url or ""))
+        name = f"[{md_text(i.name)}]({url})" if url else md_text(i.name)
         own = (columns or {}).get(i.name, {})
-        rows.append(f"| {name} | {status} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
-                    + f"{i.nodes} x {i.processes_per_node} | {i.started or ''} | {i.ended or ''} |")
+        rows.append(f"| {name} | {md_text(status)} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
+                    + f"{i.nodes} x {i.processes_per_node} | {md_text(i.started or '')} | {md_text(i.ended or '')} |")
     out = ["### dtrain", "", *rows, "", *attempts_markdown(infos), *metrics_markdown(metrics or {})]
     for i in infos:
         if i.failure:
             title, body = _failure_text(i)
-            out += [f"**{title}**", "", "```", body, "```", ""]
+            out += [f"**{md_text(title)}**", "", *md_fenced(body), ""]
     return "\n".join(out)
 
 
@@ -93,7 +121,8 @@ def report(infos, stream=None, metrics: dict | None = None, columns: dict | None
     value}) columns to the jobs table (a grid's --matrix values)."""
     stream = stream or sys.stderr
     infos = list(infos)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    ci = ci_kind()
+    if ci == GITHUB:
         path = os.environ.get("GITHUB_STEP_SUMMARY")
         if path:
             with open(path, "a", encoding="utf-8") as f:
@@ -101,13 +130,12 @@ def report(infos, stream=None, metrics: dict | None = None, columns: dict | None
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
-                print(f"::error title={_gh_escape(title)}::{_gh_escape(body or title)}", file=stream, flush=True)
-    elif os.environ.get("TF_BUILD", "").lower() == "true":
+                print(github_error(title, body), file=stream, flush=True)
+    elif ci == AZURE_PIPELINES:
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
-                print(f"##vso[task.logissue type=error]{_vso_escape(title + (': ' + body if body else ''))}",
-                      file=stream, flush=True)
+                print(azure_pipelines_error(title + (": " + body if body else "")), file=stream, flush=True)
         summary_dir = os.environ.get("AGENT_TEMPDIRECTORY") or os.environ.get("RUNNER_TEMP")
         if summary_dir:
             path = os.path.join(summary_dir, "dtrain-summary.md")
@@ -133,11 +161,24 @@ def vso_escape(text: str) -> str:
             .replace("\n", "%0A"))
 
 
+def github_error(title: str, body: str) -> str:
+    """An ::error annotation for a job's failure: redacted, no control bytes, escaped as data (the
+    message cannot add a line or a second command)."""
+    return f"::error title={gh_escape_property(_clean(title))}::{gh_escape_data(_clean(body or title))}"
+
+
+def azure_pipelines_error(message: str) -> str:
+    """A ##vso[task.logissue] error for a job's failure: redacted, no control bytes, `##vso[` in it
+    neutralized, escaped (`]` cannot end the command's properties)."""
+    return f"##vso[task.logissue type=error]{vso_escape(neutralize_commands(_clean(message), AZURE_PIPELINES))}"
+
+
 _GH_LEVEL = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def _diagnostic_text(d) -> str:
-    return d.message + (f"\nhint: {d.hint}" if d.hint else "")
+    # a diagnostic quotes the spec's values, which may hold a SAS URL or a key (its CR/LF are escaped)
+    return redact(d.message + (f"\nhint: {d.hint}" if d.hint else ""))
 
 
 def _gh_file(path: str) -> str:
@@ -180,9 +221,10 @@ def annotate_diagnostics(diags, stream=None) -> None:
     """Spec diagnostics as the running CI's annotations, on the PR's lines. stderr by default: stdout
     carries JSON. Nothing outside GitHub Actions (GITHUB_ACTIONS=true) or Azure Pipelines (TF_BUILD=True)."""
     stream = stream or sys.stderr
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    ci = ci_kind()
+    if ci == GITHUB:
         lines = [github_annotation(d) for d in diags]
-    elif os.environ.get("TF_BUILD", "").lower() == "true":
+    elif ci == AZURE_PIPELINES:
         lines = [a for a in (azure_pipelines_annotation(d) for d in diags) if a]
     else:
         return

@@ -359,10 +359,12 @@ class AzureMLEmulator:
         return fault
 
     def fail(self, pattern: str, status: int = 503, *, count: Optional[int] = 1, method: Optional[str] = None,
-             retry_after: Optional[float] = None, skip: int = 0) -> Fault:
-        """Answer matching requests with ``status`` (429 gets ``Retry-After`` if given)."""
+             retry_after: Optional[float] = None, skip: int = 0, code: Optional[str] = None,
+             message: Optional[str] = None) -> Fault:
+        """Answer matching requests with ``status`` (429 gets ``Retry-After`` if given); ``code`` and
+        ``message`` go into the Azure error body instead of the defaults."""
         return self.add_fault(pattern, STATUS, method=method, count=count, status=status,
-                              retry_after=retry_after, skip=skip)
+                              retry_after=retry_after, skip=skip, code=code, message=message)
 
     def throttle(self, pattern: str, retry_after: float = 1, *, count: Optional[int] = 1,
                  method: Optional[str] = None) -> Fault:
@@ -1289,6 +1291,8 @@ class _Handler(BaseHTTPRequestHandler):
             code = fault.code or {429: "TooManyRequests", 500: "InternalServerError",
                                    503: "ServiceUnavailable"}.get(fault.status, "Error")
             message = fault.message or f"Injected fault: HTTP {fault.status}."
+            # a service that echoes the request's credential back in its error text
+            message = message.replace("{authorization}", auth).replace("{token}", token or "")
             self._error(record, fault.status, code, message, extra, is_blob)
             return
 

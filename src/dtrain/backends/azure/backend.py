@@ -17,11 +17,13 @@ from typing import Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import Distribution, JobSpec
+from ...untrusted import redact
 from ..backoff import Backoff
 from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from ..settings import env_float
 from .workspace import resolution
-from .client import endpoint_from_env, make_credential, make_ml_client, muted_stderr, silence_loggers
+from .client import (RememberingCredential, endpoint_from_env, make_credential, make_ml_client, muted_stderr,
+                     silence_loggers)
 from .errors import azure_errors, translate, transient
 from . import sdk
 from .plan import AzurePlan, build_plan, differences
@@ -139,7 +141,7 @@ def _error_message(err) -> str | None:
     inner = d.get("error") if isinstance(d.get("error"), dict) else d
     if not inner:
         return None
-    msg = inner.get("message") or inner.get("code")
+    msg = redact(str(inner.get("message") or inner.get("code") or "")) or None   # the service's text
     code = inner.get("code")
     if msg and code and code not in msg:
         return f"{msg} ({code})"
@@ -195,12 +197,15 @@ class AzureBackend(Backend):
             with azure_errors("connect to Azure ML", workspace=ws):
                 if self._credential is None:      # one credential for MLClient and the MLflow reads
                     self._credential = make_credential(self.endpoint)
+                if not isinstance(self._credential, RememberingCredential):
+                    # every token sent is registered, so a service error echoing it is redacted
+                    self._credential = RememberingCredential(self._credential)
                 self._ml = make_ml_client(ws, self.endpoint, self._credential)
         return self._ml
 
     def _tell(self, text: str, verbatim: bool = False) -> None:
         """Backends never print: what the user should read goes to notify (the CLI prints it)."""
-        notice = Notice(text, verbatim=verbatim)
+        notice = Notice(redact(text), verbatim=verbatim)    # may carry the SDK's own text
         self.notices.append(notice)
         if self._notify is not None:
             self._notify(notice)
@@ -224,7 +229,7 @@ class AzureBackend(Backend):
                 if attempt + 1 < self.status_attempts:
                     backoff.sleep()
         reason = (f"could not {what} after {self.status_attempts} attempts "
-                  f"({type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''})")
+                  f"({type(last).__name__}: {redact(str(last)).splitlines()[0] if str(last) else ''})")
         if gave_up is not None:
             raise gave_up(reason)
         raise LostTrack(f"lost track of job '{job}': {reason}",
@@ -440,7 +445,7 @@ class AzureBackend(Backend):
         try:
             return self._retrying(what, fn, job=job)
         except MlflowError as exc:
-            raise BackendError(f"could not {what}: {exc}") from None
+            raise BackendError(f"could not {what}: {redact(str(exc))}") from None
 
     def metrics_reader(self, name: str, *, keys=None):
         from .mlflow_rest import RunMetrics
@@ -564,7 +569,7 @@ class AzureBackend(Backend):
 
 
 def _first_line(exc) -> str:
-    text = str(getattr(exc, "message", None) or exc).strip()
+    text = redact(str(getattr(exc, "message", None) or exc)).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 

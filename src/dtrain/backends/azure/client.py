@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 
 from ...errors import ConfigError
+from ...untrusted import remember_secret
 from ..settings import env_float
 from .endpoint_url import UnsafeEndpoint, is_loopback_host, parse_endpoint
 
@@ -135,6 +136,7 @@ class StaticTokenCredential:
             except OSError as exc:
                 raise ConfigError(f"cannot read {ENV_TOKEN_FILE} ({exc.strerror})") from None
             if tok:
+                remember_secret(tok)      # a rotated token is new to the registry
                 return tok
         if self._token:
             return self._token
@@ -165,9 +167,59 @@ class StaticTokenCredential:
         return "StaticTokenCredential(<hidden>)"
 
 
+# Variables whose values are secrets dtrain or azure-identity send; a service error or an SDK traceback
+# that echoes one is redacted (untrusted.py).
+SECRET_VARIABLES = (ENV_TOKEN, "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD", "AZURE_PASSWORD",
+                    "SYSTEM_ACCESSTOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+
+def remember_env_secrets(env=None) -> None:
+    env = os.environ if env is None else env
+    for name in SECRET_VARIABLES:
+        remember_secret(env.get(name))
+
+
+class RememberingCredential:
+    """A TokenCredential that registers every access token it hands out (untrusted.remember_secret)
+    before azure-core sends it, so a service error that echoes the token in use is redacted."""
+
+    def __init__(self, credential):
+        self.credential = credential
+
+    def get_token(self, *scopes, **kwargs):
+        tok = self.credential.get_token(*scopes, **kwargs)
+        remember_secret(tok.token)
+        return tok
+
+    def get_token_info(self, *scopes, options=None):
+        if not hasattr(self.credential, "get_token_info"):   # an older TokenCredential: get_token only
+            from azure.core.credentials import AccessTokenInfo
+
+            tok = self.get_token(*scopes, **(options or {}))
+            return AccessTokenInfo(tok.token, tok.expires_on)
+        info = self.credential.get_token_info(*scopes, options=options)
+        remember_secret(info.token)
+        return info
+
+    def close(self) -> None:
+        close = getattr(self.credential, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RememberingCredential({self.credential!r})"
+
+
 def make_credential(endpoint: Endpoint, **identity_options):
     """The credential chain (docs/azure.md, Credentials). identity_options go to every azure-identity
     credential built here (e.g. transport=, for tests)."""
+    remember_env_secrets()
     if endpoint.token or endpoint.token_file:
         return StaticTokenCredential(endpoint.token, endpoint.token_file)
     from azure.identity import ChainedTokenCredential, DefaultAzureCredential

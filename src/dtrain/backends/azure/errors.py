@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, UsageError
+from ...untrusted import redact
 from .client import AUTH_HINT
 
 
@@ -31,8 +32,10 @@ def transient(exc: BaseException) -> bool:
 
 
 def _message(exc: BaseException) -> str:
-    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    msg = str(msg).strip().splitlines()[0] if str(msg).strip() else type(exc).__name__
+    """The exception's first line, redacted: the service's text may echo the token sent, a SAS URL or a
+    key (untrusted.py). Redacted whole before the cut, so a cut cannot split a secret out of its pattern."""
+    msg = redact(str(getattr(exc, "message", None) or str(exc) or type(exc).__name__)).strip()
+    msg = msg.splitlines()[0] if msg else type(exc).__name__
     return msg[:500]
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ...errors import LostTrack
+from ...untrusted import redact
 from ..backoff import Backoff
 from ..base import LogLine, is_terminal
 from ..lines import LineBuffer
@@ -164,7 +165,7 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
                     if not transient(exc):
                         raise
                     raise LostTrack(f"lost track of the job's logs after {failures} failed reads: "
-                                    f"{type(exc).__name__}: {exc}",
+                                    f"{type(exc).__name__}: {redact(str(exc))}",
                                     hint="the job keeps running; `dtrain logs NAME` reads them again") from exc
                 sleep(cadence.next(False))
                 continue

@@ -16,12 +16,12 @@ A dropped connection during an upload is retried by azure-storage's own retry po
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from urllib.parse import urlsplit
 
 from ...errors import BackendError, ConfigError
+from ...untrusted import redact
 from .sdk import upload_file_failures
 
 UPLOAD_GRACE_S = 10.0
@@ -134,9 +134,9 @@ def _error_code(exc) -> str | None:
 
 
 def _reason(exc) -> str:
-    text = str(getattr(exc, "message", None) or exc).strip()
+    text = redact(str(getattr(exc, "message", None) or exc)).strip()   # storage echoes the SAS URL
     line = text.splitlines()[0] if text else type(exc).__name__
-    return re.sub(r"sig=[^&\s]+", "sig=<redacted>", line)[:300]
+    return line[:300]
 
 
 def upload_error(exc, job: str):
