@@ -60,6 +60,8 @@ class Grid:
 def parse_matrix(items) -> list[Axis]:
     """--matrix PATH=V1,V2 flags, in the order given. Values are split on commas and kept as written (each
     is applied as `--set PATH=V`, so 0.1 is a number and [1,2] would be split: use --set for lists)."""
+    from .spec.overrides import parse_override
+
     axes: list[Axis] = []
     for item in items or []:
         if "=" not in item:
@@ -79,6 +81,8 @@ def parse_matrix(items) -> list[Axis]:
         if any(a.path == path for a in axes):
             raise UsageError(f"--matrix {path} is given twice", hint="put all its values in one flag: "
                              f"--matrix {path}=V1,V2")
+        for v in values:                   # a value that is not YAML is an error naming --matrix, not --set
+            parse_override(f"{path}={v}", flag="--matrix")
         axes.append(Axis(path, values))
     return axes
 
@@ -111,7 +115,7 @@ def generated_group() -> str:
 
 # --- building and validating ---------------------------------------------------------------------
 
-def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
+def build_grid(spec_path: str, sets, matrix, name: str | None = None, allow=None) -> Grid:
     """Every combination loaded and validated, and named. One invalid combination: a SpecError (exit 2)
     carrying the problems of every combination, each labelled with its values; nothing was submitted."""
     axes = parse_matrix(matrix)
@@ -120,29 +124,28 @@ def build_grid(spec_path: str, sets, matrix, name: str | None = None) -> Grid:
     combos = combinations(axes)
     members, problems, warnings = [], [], []
     for combo in combos:
-        member, diags, bad = _member(spec_path, list(sets or []), combo)
+        member, diags, bad = _member(spec_path, list(sets or []), combo, allow)
         problems += bad
         if member is not None:
             members.append(member)
             warnings += diags
     if problems:
         n = len(combos) - len(members)
-        raise SpecError(problems, message=f"{n} of {len(combos)} combinations invalid "
-                                          f"({sum(1 for d in problems if d.severity == 'error')} errors)")
+        raise SpecError(problems, message=f"{n} of {len(combos)} combinations invalid")
     group = name or next((m.spec.name for m in members if m.spec.name), None) or generated_group()
     for m in members:
         m.name = member_name(group, m.combination)
     return Grid(group=group, axes=axes, members=members, warnings=_shared_once(warnings, len(combos)))
 
 
-def _member(spec_path: str, sets: list, combo: dict):
+def _member(spec_path: str, sets: list, combo: dict, allow=None):
     """(Member or None, its warnings labelled, its problems labelled) for one combination."""
     from .spec.validate import load_spec
 
     own = [f"{p}={v}" for p, v in combo.items()]
     label = ", ".join(own)
     try:
-        spec, diags = load_spec(spec_path, sets + own)
+        spec, diags = load_spec(spec_path, sets + own, allow=allow)
     except SpecError as exc:
         return None, [], [_labelled(d, label) for d in exc.diagnostics]
     except UsageError as exc:
@@ -196,7 +199,7 @@ def default_max_parallel(grid: Grid, local: bool, cpus: int | None = None) -> in
 
 # --- what to submit -------------------------------------------------------------------------------
 
-def pending(runner, grid: Grid, *, local: bool, input_paths: dict | None = None) -> list:
+def pending(runner, grid: Grid, *, local: bool, input_paths: dict | None = None, tags: dict | None = None) -> list:
     """Every member planned (a plan error submits nothing), each tagged with its group and values, ready for
     the follower to submit as room allows (follow.Pending)."""
     from .backends.base import SubmitOptions
@@ -206,6 +209,6 @@ def pending(runner, grid: Grid, *, local: bool, input_paths: dict | None = None)
             "them and submits the rest")
     jobs = []
     for m in grid.members:
-        opts = SubmitOptions(name=m.name, tags=grid.tags(m), input_paths=dict(input_paths or {}))
+        opts = SubmitOptions(name=m.name, tags={**(tags or {}), **grid.tags(m)}, input_paths=dict(input_paths or {}))
         jobs.append(Pending(m.name, runner.plan(m.spec, opts, local=local), m, hint))
     return jobs

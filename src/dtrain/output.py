@@ -1,13 +1,20 @@
-"""Everything dtrain prints. Human text goes to stderr, names and JSON to stdout, so
-`name=$(dtrain submit ...)` and `dtrain status X --output json | jq` work in scripts."""
+"""Everything dtrain prints, the one way out. Human text goes to stderr, names and JSON to stdout, so
+`name=$(dtrain submit ...)` and `dtrain status X --output json | jq` work in scripts.
+
+Every line passes through untrusted.py on its way out, whoever wrote it: secrets are redacted (the token
+in use, Bearer ..., sig=, AccountKey=, ...), and in CI no runner command survives (`##vso[`, a leading
+`::`). Text that comes from a job or the service is also shown with its control characters escaped on a
+terminal (`shown`, `out_log`); a job's log lines go to a pipe or file byte-exact (outside CI)."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 _COLORS = {"error": "31", "warning": "33", "note": "36", "hint": "2", "bold": "1"}
 RANK_COLORS = ("36", "32", "35", "33", "34", "96", "92", "95")
+_VSO_JSON = re.compile(r"(?<=#)#(?=(?:vso)?\[)", re.IGNORECASE)
 
 
 def color_enabled(stream=None) -> bool:
@@ -29,12 +36,37 @@ class PipeClosed(Exception):
     with 0 (docs/exit-codes.md)."""
 
 
-def _write(stream, text: str) -> None:
+def _raw(stream, text: str) -> None:
     try:
         stream.write(text)
         stream.flush()
     except BrokenPipeError:
         raise PipeClosed() from None
+
+
+def _write(stream, text: str) -> None:
+    """Every line dtrain prints: redacted, and in CI with no runner command left."""
+    from .untrusted import ci_kind, neutralize_commands, redact
+
+    _raw(stream, neutralize_commands(redact(text), ci_kind()))
+
+
+def shown(text, stream=None) -> str:
+    """Text from a job or the service, as it may be shown: control characters escaped on a terminal
+    (as `cat -v` does), so no escape sequence, title or hyperlink acts; as it is elsewhere."""
+    from .untrusted import for_terminal
+
+    stream = stream or sys.stderr
+    text = "" if text is None else str(text)
+    return for_terminal(text) if hasattr(stream, "isatty") and stream.isatty() else text
+
+
+def out_log(prefix: str, text: str) -> None:
+    """One line a job wrote (logs, the submit --wait stream): byte-exact to a pipe or file, escaped on a
+    terminal, redacted and with runner commands neutralized in CI (untrusted.safe_line)."""
+    from .untrusted import Destination
+
+    _raw(sys.stdout, prefix + Destination.of(sys.stdout).safe(text, job_output=True) + "\n")
 
 
 class PipeSafe:
@@ -65,22 +97,31 @@ def out(text: str = "") -> None:
     _write(sys.stdout, f"{text}\n")
 
 
+def _json(text: str) -> str:
+    """A JSON document, redacted; in CI a `##` that would start a runner command is written as `#\\u0023`
+    (the same string to a JSON reader, no command to the runner)."""
+    from .untrusted import ci_kind, redact
+
+    text = redact(text)
+    return _VSO_JSON.sub(r"\\u0023", text) if ci_kind() else text
+
+
 def out_json(obj) -> None:
-    _write(sys.stdout, json.dumps(obj, indent=2, default=str) + "\n")
+    _raw(sys.stdout, _json(json.dumps(obj, indent=2, default=str)) + "\n")
 
 
 def out_jsonl(obj) -> None:
-    _write(sys.stdout, json.dumps(obj, default=str, separators=(",", ":")) + "\n")
+    _raw(sys.stdout, _json(json.dumps(obj, default=str, separators=(",", ":"))) + "\n")
 
 
 def error(message: str, hint: str | None = None) -> None:
-    err(f"{paint('error', _COLORS['error'])}: {message}")
+    err(f"{paint('error', _COLORS['error'])}: {shown(message)}")
     if hint:
-        err(f"  {paint('hint', _COLORS['hint'])}: {hint}")
+        err(f"  {paint('hint', _COLORS['hint'])}: {shown(hint)}")
 
 
 def note(message: str) -> None:
-    err(f"{paint('note', _COLORS['note'])}: {message}")
+    err(f"{paint('note', _COLORS['note'])}: {shown(message)}")
 
 
 def print_diagnostic(d, source_lines: dict) -> None:

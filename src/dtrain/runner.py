@@ -265,12 +265,13 @@ class Runner:
 
     # --- many jobs ---------------------------------------------------------------------------------
     def run_grid(self, grid, *, local: bool, max_parallel: int | None, wait: bool, input_paths: dict | None = None,
-                 timeout: float | None = None, metric: str | None = None, sleep=None) -> Iterator[fl.Event]:
+                 timeout: float | None = None, metric: str | None = None, sleep=None,
+                 tags: dict | None = None) -> Iterator[fl.Event]:
         """Submit every member of a grid (grid.py) with at most max_parallel not yet ended, and with wait
         follow them to the end. Every plan is built before the first submit (a plan error submits nothing)."""
         from .grid import pending
 
-        jobs = pending(self, grid, local=local, input_paths=input_paths)
+        jobs = pending(self, grid, local=local, input_paths=input_paths, tags=tags)
         opts = fl.Options(wait=wait, timeout=timeout, max_parallel=max_parallel, metric=metric)
         if sleep is not None:
             opts.sleep = sleep

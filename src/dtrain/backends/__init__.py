@@ -66,7 +66,7 @@ def _local(notify: Notify | None = None, **_) -> Backend:
     require_local_platform()
     from .local import LocalBackend
 
-    return LocalBackend()
+    return LocalBackend(notify=notify)
 
 
 def _azure(notify: Notify | None = None, **flags) -> Backend:

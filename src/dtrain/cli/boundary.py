@@ -33,11 +33,17 @@ def _silence_closed_pipes() -> None:
     os.close(devnull)
 
 
+def _traceback(exc: BaseException) -> None:
+    """--debug: the traceback, with whatever secret it holds (a token in a request's repr) redacted."""
+    from ..output import err
+    from ..untrusted import redact_traceback
+
+    err(redact_traceback(exc).rstrip("\n"))
+
+
 def _dtrain_error(exc: DtrainError, debug: bool) -> int:
     if debug:
-        import traceback
-
-        traceback.print_exc()
+        _traceback(exc)
     from ..errors import SpecError
     from ..output import error, print_diagnostics, summary_line
 
@@ -83,7 +89,7 @@ def main(argv=None) -> int:
         return int(ExitCode.OK)
     except Exception as exc:  # a dtrain bug: say so, briefly
         if debug:
-            raise
+            _traceback(exc)
         error(f"internal error: {type(exc).__name__}: {exc}",
               "this is a dtrain bug; rerun with --debug for the traceback and report it")
         return int(ExitCode.INTERNAL)

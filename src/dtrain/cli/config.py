@@ -1,6 +1,8 @@
 """`dtrain config`: the Azure ML workspace the job commands use, and where each part came from."""
 from __future__ import annotations
 
+import sys
+
 from .app import app
 from .options import Output, ResourceGroup, Subscription, WorkspaceName, check_output, runner, workspace
 
@@ -15,7 +17,7 @@ def config_(
     """Show the Azure ML workspace the job commands use, and where each part of it came from (flags,
     variables, config.json, AZUREML_ARM_*, az defaults). Exit 6 when a part is missing."""
     from ..errors import ConfigError
-    from ..output import out, out_json
+    from ..output import out, out_json, shown
     from ..runner import WORKSPACE_PARTS as PARTS
 
     check_output(output)
@@ -25,6 +27,7 @@ def config_(
     else:
         width = max(len(r.values.get(p) or "-") for p in PARTS)
         for p in PARTS:
-            out(f"{p:<16} {(r.values.get(p) or '-').ljust(width)}  {r.sources.get(p) or 'missing'}")
+            out(f"{p:<16} {shown(r.values.get(p) or '-', sys.stdout).ljust(width)}  "
+                f"{shown(r.sources.get(p) or 'missing', sys.stdout)}")
     if r.missing:
         raise ConfigError(r.missing_message(), hint="see docs/azure.md, Workspace")

@@ -8,7 +8,7 @@ import typer
 
 from .. import follow as fl
 from ..exitcodes import ExitCode
-from ..output import err, log_prefix, note, out, out_jsonl
+from ..output import err, log_prefix, note, out_jsonl, out_log, shown
 from ..status import exit_code, worst
 from . import show
 from .options import check_timeout, emit
@@ -47,7 +47,7 @@ class _Printer:
             if self.output == "jsonl":
                 out_jsonl({"event": "status", "job": info.name, "status": info.status})
             else:
-                err(f"{info.name}: {info.status}")
+                err(f"{info.name}: {shown(info.status)}")
 
     def log(self, ev) -> None:
         if self.progress is not None and not self.progress.done:
@@ -56,7 +56,7 @@ class _Printer:
         if self.output == "jsonl":
             out_jsonl({"event": "log", "job": ev.job, "rank": line.rank, "node": line.node, "text": line.text})
         elif self.output == "text":
-            out(log_prefix(line, 5) + line.text)
+            out_log(log_prefix(line, 5), line.text)
 
     def stop(self) -> None:
         if self.progress is not None:
@@ -104,7 +104,10 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
     ci.report(infos, metrics={infos[0].name: metrics} if metrics else None)
     if output == "json":
         if submitted is not None:
-            emit({**infos[0].to_dict(), "metrics": {k: pt.to_dict() for k, pt in (metrics or {}).items()}}, "json")
+            from ..metrics_view import json_safe
+
+            emit({**infos[0].to_dict(), "metrics": json_safe({k: pt.to_dict() for k, pt in (metrics or {}).items()})},
+                 "json")
         else:
             emit([i.to_dict() for i in infos], "json")
     for info in infos:

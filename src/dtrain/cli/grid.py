@@ -10,7 +10,7 @@ from .options import check_timeout, runner, submit_options, useless, useless_all
 
 
 def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, inputs, output: str, timeout,
-                quiet: bool, dry_run: bool, max_parallel, ws) -> None:
+                quiet: bool, dry_run: bool, max_parallel, ws, allow=None) -> None:
     """Validate every combination, then submit them throttled; with --wait exit by the worst outcome."""
     from .. import grid
     from ..output import print_diagnostics
@@ -26,7 +26,7 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
     if max_parallel is not None and max_parallel < 1:
         raise UsageError(f"--max-parallel must be at least 1, not {max_parallel}")
     submit_options(name, None)               # the group name is checked as a job name
-    g = grid.build_grid(spec, sets, matrix, name)
+    g = grid.build_grid(spec, sets, matrix, name, allow=allow)
     print_diagnostics(g.warnings)
     is_local = grid.where(g, local)
     useless("--input", inputs and not is_local, "only applies to local runs (Azure resolves its own inputs)")
@@ -39,6 +39,6 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
     if output == "text":
         note(f"group {g.group}: {n} job{'s' if n != 1 else ''}" + (f", at most {k} at a time" if k and k < n else ""))
     final = run_grid(runner(ws), g, local=is_local, wait=wait, output=output, timeout=timeout, max_parallel=k,
-                     inputs=submit_options(None, inputs).input_paths)
+                     inputs=submit_options(None, inputs).input_paths, tags=submit_options(None, None, allow).tags)
     if wait:
         raise typer.Exit(worst(exit_code(final[m.name]) for m in g.members))

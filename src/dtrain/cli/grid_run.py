@@ -86,12 +86,12 @@ class GridPrinter:
                 out(line)
 
 
-def run_grid(r, g, *, local: bool, wait: bool, output: str, timeout, max_parallel, inputs,
+def run_grid(r, g, *, local: bool, wait: bool, output: str, timeout, max_parallel, inputs, tags=None,
              metric_key: str | None = "loss", stream_status: bool = True, show_final: bool = True) -> dict:
     """Run a grid through the runner, printing its events; name -> final JobInfo."""
     p = GridPrinter(g, wait=wait, output=output, stream_status=stream_status, metric_key=metric_key)
     try:
-        for ev in r.run_grid(g, local=local, max_parallel=max_parallel, wait=wait, input_paths=inputs,
+        for ev in r.run_grid(g, local=local, max_parallel=max_parallel, wait=wait, input_paths=inputs, tags=tags,
                              timeout=timeout, metric=metric_key if wait else None):
             p.event(ev)
     except fl.WaitTimeout as exc:

@@ -1,6 +1,8 @@
 """Commands over submitted jobs, by name: status, cancel, list, clean."""
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from ..errors import UsageError
@@ -60,7 +62,7 @@ def list_(
 ):
     """List jobs, newest first."""
     from ..chain import attempt_label
-    from ..output import err, out
+    from ..output import err, out, shown
 
     check_output(output)
     if limit < 1:
@@ -71,10 +73,11 @@ def list_(
         return emit([i.to_dict() for i in infos], output)
     for i in infos:
         c = i.chain                        # a retry chain's row: which attempt it is on (docs/retries.md)
-        out(f"{i.name}\t{i.status}\t{i.nodes}x{i.processes_per_node}\t{i.experiment_name or ''}\t{i.created or ''}"
+        out(f"{i.name}\t{shown(i.status, sys.stdout)}\t{i.nodes}x{i.processes_per_node}\t"
+            f"{shown(i.experiment_name or '', sys.stdout)}\t{i.created or ''}"
             + (f"\t{attempt_label(c)}" if c else ""))
         if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
-            err(f"warning: {i.name}: {i.failure.message}")
+            err(f"warning: {i.name}: {shown(i.failure.message)}")
 
 
 @app.command()
@@ -87,13 +90,14 @@ def clean(
     output: Output = "text",
 ):
     """Remove finished local jobs (running jobs and $DTRAIN_HOME/datastores are never touched)."""
-    from ..output import err, out, out_json
+    from ..output import err, note, out, out_json
 
     check_output(output)
     report = runner().clean(older_than, dry_run=dry_run, snapshots_only=snapshots_only)
     if output == "json":
         return out_json({"removed": report.removed, "bytes_freed": report.bytes_freed, "dry_run": dry_run,
-                         "kept_running": report.kept_running, "unreadable": report.unreadable})
+                         "kept_running": report.kept_running, "unreadable": report.unreadable,
+                         "skipped": report.notes})
     for name in report.removed:
         out(name)
     verb = "would remove" if dry_run else "removed"
@@ -102,3 +106,5 @@ def clean(
         + (f"; {len(report.kept_running)} running job(s) left alone" if report.kept_running else "")
         + (f"; {len(report.unreadable)} unreadable job(s) left alone: {', '.join(report.unreadable)}"
            if report.unreadable else ""))
+    for n in report.notes:
+        note(n)

@@ -24,7 +24,7 @@ def logs(
     workspace_: WorkspaceName = None,
 ):
     """Print every rank's logs, each line prefixed with its node and rank."""
-    from ..output import log_prefix, out, out_jsonl
+    from ..output import log_prefix, out_jsonl, out_log
 
     check_output(output, ("text", "jsonl"),
                  hint="logs stream, so they come as jsonl: one JSON object per line" if output == "json" else None)
@@ -33,7 +33,7 @@ def logs(
         if output == "jsonl":
             out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
         else:
-            out(log_prefix(line, 5) + line.text)
+            out_log(log_prefix(line, 5), line.text)
 
 
 @app.command()
@@ -54,7 +54,7 @@ def metrics(
     """Show the metrics a job logged through MLflow (loss, learning rate, samples/s, ...): last, min, max
     and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none)."""
     from ..metrics_view import csv_text, render_text, to_json
-    from ..output import err, out, out_json
+    from ..output import err, out, out_json, shown
 
     check_output(output, ("text", "json", "csv"))
     useless("--interval", interval is not None and not follow, "only applies with --follow")
@@ -77,7 +77,7 @@ def metrics(
         if not follow:                       # --follow has streamed the rows already
             out(csv_text(name, points).rstrip("\n"))
     elif not (follow and sys.stdout.isatty()):   # a live view has drawn the last frame already
-        out(render_text(name, points, keys, width=_width()))
+        out(shown(render_text(name, points, keys, width=_width()), sys.stdout))
 
 
 def _width() -> int:
@@ -90,7 +90,7 @@ def _follow(r, name, keys, local, output, interval) -> dict:
     """metrics --follow: csv streams each new row; text redraws in place on a terminal; json prints
     once at the end. Returns every point read."""
     from ..metrics_view import csv_text, render_text
-    from ..output import err, out
+    from ..output import err, out, shown
 
     live = None
     if output == "text" and sys.stdout.isatty():
@@ -108,7 +108,7 @@ def _follow(r, name, keys, local, output, interval) -> dict:
                 out(csv_text(name, new, header=header).rstrip("\n"))
                 header = False
             elif live is not None and any(new.values()):
-                live.update(Text(render_text(name, points, keys, width=_width())), refresh=True)
+                live.update(Text(shown(render_text(name, points, keys, width=_width()), sys.stdout)), refresh=True)
     except KeyboardInterrupt:
         err("interrupted; the job keeps running")
         raise typer.Exit(ExitCode.INTERRUPTED) from None

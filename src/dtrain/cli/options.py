@@ -36,6 +36,10 @@ Matrix = Annotated[Optional[List[str]], typer.Option("--matrix", metavar="PATH=V
                                                      "applied like --set; several --matrix: one job per combination "
                                                      "(the cross product). Every combination is validated before "
                                                      "the first submit.")]
+Allow = Annotated[Optional[List[str]], typer.Option("--allow", metavar="CODE", help="Waive this validation rule "
+                                                    "(its code, e.g. gpu-oversubscribed) for this command: its error "
+                                                    "becomes a warning, and a submitted job is tagged dtrain.allow "
+                                                    "(repeatable; docs/spec.md lists the codes).")]
 MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
                                                     "at most K jobs not yet ended at a time. Default: local, CPUs / "
                                                     "processes per job (at least 1); Azure, no limit.")]
@@ -104,21 +108,23 @@ def pairs(items, flag: str, bare_ok: bool = False) -> dict:
     return got
 
 
-def submit_options(name, inputs):
+def submit_options(name, inputs, allow=None):
+    """--name, --input and --allow as the runner takes them; a waived rule is recorded in the job's tags."""
     from ..backends.base import SubmitOptions
     from ..backends.names import check_job_name
 
     check_job_name(name)
     paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
-    return SubmitOptions(name=name, input_paths=paths)
+    return SubmitOptions(name=name, input_paths=paths, tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
 
 
-def load(path: str, sets):
-    """A spec, validated, its warnings printed (every error at once is a SpecError: exit 2)."""
+def load(path: str, sets, allow=None):
+    """A spec, validated, its warnings printed (every error at once is a SpecError: exit 2); `allow`: the
+    --allow codes whose rules are waived."""
     from ..output import print_diagnostics
     from ..spec.validate import load_spec
 
-    spec, diags = load_spec(path, sets)
+    spec, diags = load_spec(path, sets, allow=allow)
     print_diagnostics([d for d in diags if d.severity != "note"])
     return spec
 

@@ -1,7 +1,7 @@
 """How one job is printed by every command: its line (or JSON), why it failed, a chain's attempts."""
 from __future__ import annotations
 
-from ..output import err, out, out_json, paint
+from ..output import err, out, out_json, paint, shown
 
 
 def info(i, output: str) -> None:
@@ -9,7 +9,7 @@ def info(i, output: str) -> None:
     if output == "json":
         out_json(i.to_dict())
         return
-    out(f"{i.name}\t{i.status}" + ("\t(timed out)" if i.timed_out else ""))
+    out(f"{i.name}\t{shown(i.status, None)}" + ("\t(timed out)" if i.timed_out else ""))
     failure(i)
 
 
@@ -17,9 +17,9 @@ def failure(i) -> None:
     f = i.failure
     if not f:
         return
-    err(f"{paint('failed', '31')}: {f.message}")
+    err(f"{paint('failed', '31')}: {shown((f.message or '').strip())}")
     for line in (f.traceback or f.last_lines)[-20:]:
-        err(f"    {line}")
+        err(f"    {shown(line)}")
 
 
 def attempts(i) -> None:
@@ -32,9 +32,9 @@ def attempts(i) -> None:
     for a in c["attempts"]:
         why = f"  {a['outcome']}" + (f": {a['reason']}" if a.get("reason") and a["reason"] != a["status"] else "") \
             if a.get("outcome") else ""
-        err(f"  {attempt_label(c, a['attempt'])}  {a['name']}  {a['status']}{why}")
+        err(f"  {attempt_label(c, a['attempt'])}  {a['name']}  {a['status']}{shown(why)}")
     if c.get("next"):
         err(f"  {attempt_label(c, c['next']['attempt'])}  {c['next']['name']}  due {c['next']['due_at']} "
             f"(submitted by `dtrain wait {c['name']}`)")
     if c.get("blocked"):
-        err(f"  no attempt {c['attempt'] + 1}: {c['blocked']}")
+        err(f"  no attempt {c['attempt'] + 1}: {shown(c['blocked'])}")

@@ -1,7 +1,6 @@
 """Commands over a spec alone, offline: validate, render, schema."""
 from __future__ import annotations
 
-import os
 from typing import List, Optional
 
 import typer
@@ -9,7 +8,7 @@ import typer
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from .app import app
-from .options import Inputs, Output, Sets, check_output, emit, load, runner, submit_options, useless
+from .options import Allow, Inputs, Output, Sets, check_output, emit, load, runner, submit_options, useless
 
 
 @app.command()
@@ -18,14 +17,20 @@ def validate(
     set_: Sets = None,
     output: Output = "text",
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
+    allow: Allow = None,
 ):
     """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
     from ..output import err, print_diagnostics, summary_line
 
+    from ..untrusted import in_ci as ci_detected
+
     # ci (and the backend types it imports) is loaded only inside a CI, to keep validate's start-up lean
-    in_ci = os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("TF_BUILD", "").lower() == "true"
+    in_ci = ci_detected()
+    from ..spec.validate import check_allow
+
     check_output(output)
-    results = [_validate_one(path, set_, strict, in_ci) for path in specs]
+    check_allow(allow)                      # a code that cannot be waived: one usage error, not one per file
+    results = [_validate_one(path, set_, strict, in_ci, allow) for path in specs]
     if output == "text":
         for r, diags in results:
             print_diagnostics(diags)
@@ -36,13 +41,13 @@ def validate(
     raise typer.Exit(ExitCode.OK if all(r["valid"] for r, _ in results) else ExitCode.INVALID)
 
 
-def _validate_one(path: str, sets, strict: bool, in_ci: bool):
+def _validate_one(path: str, sets, strict: bool, in_ci: bool, allow=None):
     from ..errors import SpecError
     from ..spec.diagnostics import Diagnostic
     from ..spec.validate import load_spec
 
     try:
-        _, diags = load_spec(path, sets)
+        _, diags = load_spec(path, sets, allow=allow)
         ok = not (strict and any(d.severity == "warning" for d in diags))
     except SpecError as exc:
         diags, ok = exc.diagnostics, False
@@ -67,6 +72,7 @@ def render(
                                "process with its command and environment."),
     name: Optional[str] = typer.Option(None, "--name", help="Job name to render with."),
     input_: Inputs = None,
+    allow: Allow = None,
 ):
     """Print exactly what would be submitted. No side effects: the same output every time (a local plan
     shows its ports, and a generated name, as placeholders that submit fills in)."""
@@ -74,7 +80,7 @@ def render(
         raise UsageError(f"--format must be yaml or rest, not '{format}'")
     useless("--format", local and format, "does not apply with --local, which prints the local plan as JSON")
     useless("--input", input_ and not local, "only applies with --local (a local path for an input)")
-    print_rendered(load(spec, set_), local=local, format=format or "yaml", name=name, inputs=input_)
+    print_rendered(load(spec, set_, allow), local=local, format=format or "yaml", name=name, inputs=input_)
 
 
 def print_rendered(spec_obj, *, local: bool, format: str, name, inputs) -> None:

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .app import app
-from .options import (Inputs, Matrix, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
+from .options import (Allow, Inputs, Matrix, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
                       check_output, check_timeout, emit, load, runner, submit_options, useless, useless_all, workspace)
 
 
@@ -35,6 +35,7 @@ def submit(
     retry_on: Optional[str] = typer.Option(None, "--retry-on", metavar="WHAT", help="With --retries: infrastructure "
                                            "(the default) or failed (also retry Failed attempts, for flaky "
                                            "failures). Canceled and timed-out attempts are never retried."),
+    allow: Allow = None,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
@@ -54,10 +55,10 @@ def submit(
         from .grid import submit_grid
 
         return submit_grid(spec, matrix, local=local, wait=wait, name=name, sets=set_, inputs=input_, output=output,
-                           timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel, ws=ws)
+                           timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel, ws=ws, allow=allow)
     useless("--max-parallel", max_parallel is not None, "only applies with --matrix (one job has nothing to throttle)")
     _check_flags(dry_run, wait, output, timeout, quiet, ws)
-    spec_obj = load(spec, set_)
+    spec_obj = load(spec, set_, allow)
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     if dry_run:
@@ -65,7 +66,7 @@ def submit(
 
         return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_)
     r = runner(ws)
-    info = r.submit(spec_obj, submit_options(name, input_), local=is_local, policy=policy)
+    info = r.submit(spec_obj, submit_options(name, input_, allow), local=is_local, policy=policy)
     _submitted(info, policy, wait, output)
     if wait:
         from .follow_view import follow_jobs

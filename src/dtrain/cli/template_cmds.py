@@ -35,7 +35,7 @@ def init(
     instance_type: Optional[str] = typer.Option(None, "--instance-type", help="Azure VM size; processes per "
                                                 "node follow its GPU count."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (resources.instance_count)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing job.yml."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing job.yml and src/ files."),
 ):
     """Write DIR/job.yml (a commented spec) and DIR/src/ (the training script) from a template."""
     from pathlib import Path

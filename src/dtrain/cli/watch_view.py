@@ -22,7 +22,7 @@ def table(infos, metric: str | None = None, latest: dict | None = None):
     if metric:
         t.add_column(metric, no_wrap=True, justify="right")
         t.add_column("samples/s", no_wrap=True, justify="right")
-    t.add_column("last line", overflow="ellipsis", no_wrap=True, max_width=80)
+    t.add_column("last line", no_wrap=True, max_width=80)   # cut by cut_for_terminal, never inside an escape
     for i in infos:
         t.add_row(*row(i, metric, (latest or {}).get(i.name) or {}))
     return t
@@ -36,15 +36,16 @@ def row(i, metric: str | None, latest: dict) -> list:
     from ..chain import attempt_label
     from ..grid_view import duration
     from ..metrics_view import watch_cells
+    from ..untrusted import cut_for_terminal, for_terminal, redact
 
     st = i.status + (" (timeout)" if i.timed_out else "")
     if i.chain:                          # a retry chain's row: which attempt it is on (docs/retries.md)
         st += ", " + attempt_label(i.chain)
-    cells = [Text(i.name), Text(st, style=COLORS.get(i.status, "white")), Text(duration(i)),
+    cells = [Text(i.name), Text(for_terminal(st), style=COLORS.get(i.status, "white")), Text(duration(i)),
              Text(f"{i.nodes} x {i.processes_per_node}")]
     if metric:
-        cells += [Text(c) for c in watch_cells(latest, metric)]
-    return cells + [Text((i.last_line or "").strip())]
+        cells += [Text(for_terminal(c)) for c in watch_cells(latest, metric)]
+    return cells + [Text(cut_for_terminal(redact((i.last_line or "").strip()), 80))]
 
 
 def console():
