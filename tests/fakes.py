@@ -37,6 +37,7 @@ class FakeBackend(Backend):
         self.fail_submits: dict = {}
         self.lines: dict = {}
         self.points: dict = {}
+        self.failures: dict = {}      # name -> FailureInfo, attached when the job ends Failed
         self.jobs: dict = {}          # name -> JobInfo as last read
         self._steps: dict = {}        # name -> remaining statuses
         self.submitted: list = []     # every submit that started a job, in order
@@ -85,7 +86,8 @@ class FakeBackend(Backend):
             info = self.jobs[name]
             status = steps.pop(0)
             ended = "2026-01-01T00:00:00+00:00" if status in ("Completed", "Failed", "Canceled", "NotResponding") else None
-            self.jobs[name] = JobInfo(**{**info.__dict__, "status": status, "ended": ended})
+            failure = self.failures.get(name) if status == "Failed" else None
+            self.jobs[name] = JobInfo(**{**info.__dict__, "status": status, "ended": ended, "failure": failure})
         return self.jobs[name]
 
     def list(self, *, experiment=None, tags=None, limit=None, names=None):

@@ -163,8 +163,10 @@ def vso_escape(text: str) -> str:
 
 def github_error(title: str, body: str) -> str:
     """An ::error annotation for a job's failure: redacted, no control bytes, escaped as data (the
-    message cannot add a line or a second command)."""
-    return f"::error title={gh_escape_property(_clean(title))}::{gh_escape_data(_clean(body or title))}"
+    message cannot add a line or a second command), and no `##vso[`/`##[` left in it (the runner also
+    reads the old `##[` form)."""
+    data = neutralize_commands(_clean(body or title), AZURE_PIPELINES)   # the `##` rules, whichever CI
+    return f"::error title={gh_escape_property(_clean(title))}::{gh_escape_data(data)}"
 
 
 def azure_pipelines_error(message: str) -> str:

@@ -97,21 +97,35 @@ def out(text: str = "") -> None:
     _write(sys.stdout, f"{text}\n")
 
 
-def _json(text: str) -> str:
+def _redacted(obj):
+    """Every string in a JSON-able value redacted (before encoding: in JSON text a newline is `\\n`,
+    which would hide where a secret starts)."""
+    from .untrusted import redact
+
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: _redacted(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_redacted(v) for v in obj]
+    return obj
+
+
+def _json(obj, **kw) -> str:
     """A JSON document, redacted; in CI a `##` that would start a runner command is written as `#\\u0023`
     (the same string to a JSON reader, no command to the runner)."""
-    from .untrusted import ci_kind, redact
+    from .untrusted import ci_kind
 
-    text = redact(text)
+    text = json.dumps(_redacted(obj), default=str, **kw)
     return _VSO_JSON.sub(r"\\u0023", text) if ci_kind() else text
 
 
 def out_json(obj) -> None:
-    _raw(sys.stdout, _json(json.dumps(obj, indent=2, default=str)) + "\n")
+    _raw(sys.stdout, _json(obj, indent=2) + "\n")
 
 
 def out_jsonl(obj) -> None:
-    _raw(sys.stdout, _json(json.dumps(obj, default=str, separators=(",", ":"))) + "\n")
+    _raw(sys.stdout, _json(obj, separators=(",", ":")) + "\n")
 
 
 def error(message: str, hint: str | None = None) -> None:
