@@ -168,7 +168,8 @@ def test_cancel_between_attempts_stops_the_chain(recipe, fake_backend):
     fake_backend.add(job("c", "NotResponding"))
     Runner().cancel("c")
     info = Runner().advance("c")
-    assert fake_backend.submitted == [] and info.status == "NotResponding" and "dtrain cancel c" in info.chain["blocked"]
+    # the chain was canceled: it ends Canceled (exit 3), not with the lost attempt's NotResponding (exit 5)
+    assert fake_backend.submitted == [] and info.status == "Canceled" and "dtrain cancel c" in info.chain["blocked"]
 
 
 def test_a_ci_summary_shows_the_attempt_a_chain_ended_on_and_why_it_needed_it(recipe, fake_backend):

@@ -193,7 +193,7 @@ def _epoch(iso: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class Decision:
-    action: str                  # "running" (the latest attempt has not ended), "retry" or "done"
+    action: str                  # "running" (the latest attempt has not ended), "retry", "done" or "stopped"
     next_attempt: int | None = None
     due_at: float | None = None  # epoch seconds: when the next attempt may be submitted
 
@@ -245,7 +245,7 @@ def save_recipe(chain: str, spec, input_paths: dict, local: bool) -> None:
            "spec": {"data": spec.data, "base_dir": str(spec.base_dir),
                     "source": str(spec.source.resolve()) if spec.source is not None else None}}
     path = _recipes() / f"{chain}.json"
-    with contextlib.suppress(OSError):
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
         try:
@@ -255,6 +255,29 @@ def save_recipe(chain: str, spec, input_paths: dict, local: bool) -> None:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    except OSError as exc:
+        raise _unstorable(path, exc) from None
+
+
+def check_recipe_storable(chain: str) -> None:
+    """Before attempt 1 is submitted: a chain whose recipe cannot be stored would retry nothing (no
+    follower could submit attempt 2), so it is refused (exit 6) while nothing has been sent."""
+    folder = _recipes()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{chain}.probe.", dir=str(folder))
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise _unstorable(folder / f"{chain}.json", exc) from None
+
+
+def _unstorable(path: Path, exc: OSError):
+    from .errors import ConfigError
+
+    return ConfigError(f"cannot store the recipe of chain {path.stem} at {path} ({exc.strerror or exc}); "
+                       "without it no attempt after the first could be submitted",
+                       hint="make $DTRAIN_HOME/chains writable (or set DTRAIN_HOME), or submit without --retries")
 
 
 def stop_recipe(chain: str) -> bool:
@@ -263,6 +286,8 @@ def stop_recipe(chain: str) -> bool:
     path = _recipes() / f"{chain}.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            return False
         doc["stopped"] = True
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -275,9 +300,10 @@ def stop_recipe(chain: str) -> bool:
 
 def recipe_stopped(chain: str) -> bool:
     try:
-        return bool(json.loads((_recipes() / f"{chain}.json").read_text(encoding="utf-8")).get("stopped"))
-    except (OSError, ValueError, AttributeError):
+        doc = json.loads((_recipes() / f"{chain}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return False
+    return isinstance(doc, dict) and bool(doc.get("stopped"))
 
 
 def load_recipe(chain: str):
@@ -286,11 +312,16 @@ def load_recipe(chain: str):
 
     try:
         doc = json.loads((_recipes() / f"{chain}.json").read_text(encoding="utf-8"))
-        s = doc["spec"]
-        spec = JobSpec(data=s["data"], base_dir=Path(s["base_dir"]), source=Path(s["source"]) if s.get("source") else None)
-        return spec, dict(doc.get("input_paths") or {})
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError):
         return None
+    s = doc.get("spec") if isinstance(doc, dict) else None
+    inputs = doc.get("input_paths") or {} if isinstance(doc, dict) else None
+    # a recipe of another shape (damaged, hand-edited) is no recipe, never a crash
+    if not (isinstance(s, dict) and isinstance(s.get("data"), dict) and s["data"] and isinstance(s.get("base_dir"), str)
+            and isinstance(s.get("source") or "", str) and isinstance(inputs, dict)):
+        return None
+    spec = JobSpec(data=s["data"], base_dir=Path(s["base_dir"]), source=Path(s["source"]) if s.get("source") else None)
+    return spec, {str(k): str(v) for k, v in inputs.items()}
 
 
 def attempt_plan(backend, spec, chain: str, k: int, policy: Policy, *, input_paths: dict):
@@ -344,7 +375,7 @@ class ChainView(Backend):
         d = decide(attempts, policy)
         blocked = None
         if d.action == "retry" and recipe_stopped(head.name):
-            d, blocked = Decision("done"), f"stopped by `dtrain cancel {head.name}` before attempt {d.next_attempt}"
+            d, blocked = Decision("stopped"), f"stopped by `dtrain cancel {head.name}` before attempt {d.next_attempt}"
         return policy, attempts, d, blocked
 
     def view(self, head: JobInfo) -> JobInfo:
@@ -498,6 +529,8 @@ def _chain_info(chain: str, policy: Policy, attempts: list, d: Decision, blocked
     info = dataclasses.replace(last, name=chain, tags=dict(attempts[0].tags))
     if d.action == "retry":
         info.status, info.failure, info.timed_out, info.ended = RETRYING, None, False, None
+    elif d.action == "stopped":              # canceled between attempts: the chain was canceled (exit 3)
+        info.status, info.timed_out = JobStatus.CANCELED, False
     records = [attempt_record(a, i + 1, i + 1 < len(attempts)) for i, a in enumerate(attempts)]
     info.chain = {"name": chain, "retries": policy.retries, "retry_on": policy.retry_on, "attempt": len(attempts),
                   "latest": last.name, "attempts": records,

@@ -62,7 +62,7 @@ class StatusChanged:
 @dataclass(frozen=True)
 class Polled:
     """One poll is done: name -> JobInfo of every job seen so far, and (when asked for) name -> key ->
-    the latest metric point of each (one batched read per backend)."""
+    the latest point of each metric it logged (one batched read per backend)."""
     infos: dict
     metrics: dict = field(default_factory=dict)
 
@@ -102,7 +102,7 @@ class Pending:
 @dataclass
 class Options:
     """How the loop follows. read(names) -> name -> JobInfo (default: the runner's snapshot); drive:
-    advance retry chains; metric: also read each job's latest metrics on each poll, at most every
+    advance retry chains; metrics: also read each job's latest metrics on each poll, at most every
     metrics_every seconds (and at the end)."""
     wait: bool = True
     timeout: float | None = None
@@ -111,7 +111,7 @@ class Options:
     read: Callable[[list], dict] | None = None
     first_poll: float = 0.2
     cap: float | None = None
-    metric: str | None = None
+    metrics: bool = False
     metrics_every: float = 2.0
     initial: dict | None = None     # name -> JobInfo already read: shown first, read again after a poll interval
     sleep: Callable[[float], None] = time.sleep
@@ -154,12 +154,12 @@ class _Loop:
 
     def read_metrics(self, final: bool) -> None:
         now = self.opts.clock()
-        if not self.opts.metric or not self.infos:
+        if not self.opts.metrics or not self.infos:
             return
         if not final and self.metrics_at is not None and now - self.metrics_at < self.opts.metrics_every:
             return
         self.metrics_at = now
-        self.metrics.update(self.runner.latest_metric(list(self.infos.values()), self.opts.metric))
+        self.metrics.update(self.runner.latest_metrics(list(self.infos.values())))
 
     def submit_room(self) -> Generator[Event, None, bool]:
         """Submit pending jobs while fewer than max_parallel are not yet ended; returns whether any was."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from .spec.model import JobSpec
 
 GROUP_TAG = "dtrain.group"
 MATRIX_TAG = "dtrain.matrix."        # + the --matrix path, e.g. dtrain.matrix.inputs.lr
+MAX_JOBS = 1000                      # a grid larger than this is refused unless raised (--max-jobs)
 _SLUG_MAX = 40                       # the readable part of a member name, before its hash
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -71,6 +73,9 @@ def parse_matrix(items) -> list[Axis]:
         path = path.strip()
         if not path:
             raise UsageError(f"--matrix '{item}': empty path", hint="write --matrix inputs.lr=0.1,0.01")
+        if path == "name":
+            raise UsageError("--matrix name=...: a grid's jobs are named GROUP-<values>-<hash>",
+                             hint="name the group with --name")
         values = tuple(v.strip() for v in raw.split(","))
         if not raw.strip() or any(v == "" for v in values):
             raise UsageError(f"--matrix '{item}': an empty value", hint="write the values separated by commas, "
@@ -115,12 +120,17 @@ def generated_group() -> str:
 
 # --- building and validating ---------------------------------------------------------------------
 
-def build_grid(spec_path: str, sets, matrix, name: str | None = None, allow=None) -> Grid:
+def build_grid(spec_path: str, sets, matrix, name: str | None = None, allow=None, max_jobs: int = MAX_JOBS) -> Grid:
     """Every combination loaded and validated, and named. One invalid combination: a SpecError (exit 2)
-    carrying the problems of every combination, each labelled with its values; nothing was submitted."""
+    carrying the problems of every combination, each labelled with its values; nothing was submitted.
+    More than max_jobs combinations: refused before any is built (counted, not enumerated)."""
     axes = parse_matrix(matrix)
     if not axes:
         raise UsageError("no --matrix given", hint="write --matrix PATH=V1,V2")
+    count = math.prod(len(a.values) for a in axes)
+    if count > max_jobs:
+        raise UsageError(f"--matrix makes {count:,} jobs, more than {max_jobs:,}",
+                         hint=f"fewer values, or raise the limit on purpose with --max-jobs {count}")
     combos = combinations(axes)
     members, problems, warnings = [], [], []
     for combo in combos:

@@ -130,7 +130,10 @@ class Runner:
         return self._submit_on(plan, self._backend(plan.backend))
 
     def _submit_on(self, plan: Plan, backend: Backend) -> JobInfo:
-        info = backend.submit(plan)
+        from .locks import name_lock
+
+        with name_lock("submit", plan.name):   # one submit of a name at a time here
+            info = backend.submit(plan)
         where = backend.where()
         if where is not None:                 # later commands find the job without flags (jobindex)
             jobindex.record(info.name, plan.backend, where)
@@ -151,6 +154,7 @@ class Runner:
 
         name = options.name or spec.name or generate_name()
         ch.check_chain_name(name, policy.retries)
+        ch.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
         is_local = local or spec.is_local_compute
         backend = self._backend(LOCAL if is_local else AZURE)
         plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
@@ -169,7 +173,10 @@ class Runner:
     def advance(self, name: str) -> JobInfo:
         """The explicit step that drives a retry chain (follow.py takes it): decide, then submit the next
         attempt when it is due. Any other job: its status."""
-        return self._owner(name).advance(name, self._submit_on)
+        from .locks import name_lock
+
+        with name_lock("chain", name):        # followers of one chain take the step one at a time
+            return self._owner(name).advance(name, self._submit_on)
 
     # --- reading jobs ----------------------------------------------------------------------------
     def status(self, name: str, *, local: bool = False) -> JobInfo:
@@ -235,9 +242,9 @@ class Runner:
         except DtrainError:
             return {}
 
-    def latest_metric(self, infos, key: str) -> dict:
-        """name -> the latest point of metric `key` of each job, one batched read per backend; a backend
-        that cannot read them now gives none (a metric column is not worth failing a follow for)."""
+    def latest_metrics(self, infos) -> dict:
+        """name -> key -> the latest point of each metric of each job, one batched read per backend; a
+        backend that cannot read them now gives none (a metric column is not worth failing a follow for)."""
         from .errors import DtrainError
 
         by_backend: dict = {}
@@ -250,7 +257,7 @@ class Runner:
                 latest = b.latest_metrics(jobs)
             except (DtrainError, OSError):
                 continue
-            got.update({n: pts[key] for n, pts in (latest or {}).items() if (pts or {}).get(key) is not None})
+            got.update({n: pts for n, pts in (latest or {}).items() if pts})
         return got
 
     def follow_metrics(self, name: str, *, keys=None, local: bool = False,
@@ -272,7 +279,7 @@ class Runner:
         from .grid import pending
 
         jobs = pending(self, grid, local=local, input_paths=input_paths, tags=tags)
-        opts = fl.Options(wait=wait, timeout=timeout, max_parallel=max_parallel, metric=metric)
+        opts = fl.Options(wait=wait, timeout=timeout, max_parallel=max_parallel, metrics=bool(metric))
         if sleep is not None:
             opts.sleep = sleep
         return fl.follow(self, (), pending=jobs, options=opts)

@@ -19,6 +19,7 @@ class Watch:
         self.experiment, self.tags = experiment, tags or None
         self.interval, self.metric = interval, metric
         self.first = self._list(names, limit=None if names else 200)
+        self.names = [i.name for i in self.first]
         self.judged = set(names) if names else {i.name for i in self.first if not i.terminal}
 
     def _list(self, names, limit=None) -> list:
@@ -31,15 +32,16 @@ class Watch:
             raise JobNotFound(f"no job named {', '.join(missing)}", hint="`dtrain list` shows job names")
         return [by[n] for n in names]
 
-    def _read(self, names) -> dict:
-        return {i.name: i for i in self._list(list(names))}
+    def _read(self, _active) -> dict:
+        """Every watched job, ended or not: one listing per poll whatever their number."""
+        return {i.name: i for i in self._list(self.names)}
 
     def events(self, once: bool = False) -> Iterator[fl.Event]:
         """StatusChanged per change and a Polled per interval (with each job's latest `metric`), then
         Ended when every job has ended; with once (or nothing to watch), the first reading alone."""
         initial = {i.name: i for i in self.first}
         opts = fl.Options(drive=False, read=self._read, first_poll=self.interval, cap=self.interval,
-                          metric=self.metric, metrics_every=0.0, initial=initial)
+                          metrics=bool(self.metric), metrics_every=0.0, initial=initial)
         if once or not initial:
             opts.wait = False                 # shown once, then Ended
         return fl.follow(self.runner, list(initial), options=opts)

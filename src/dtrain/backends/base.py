@@ -122,6 +122,7 @@ class MetricsReader(Protocol):
 @runtime_checkable
 class Plan(Protocol):
     backend: str              # the registered kind that planned it (and submits it)
+    name: str                 # the job name (a placeholder where submit generates one)
     notes: list               # what the user should know before it runs (shown by submit)
 
     def to_dict(self) -> dict: ...

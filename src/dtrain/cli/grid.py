@@ -10,7 +10,7 @@ from .options import check_timeout, runner, submit_options, useless, useless_all
 
 
 def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, inputs, output: str, timeout,
-                quiet: bool, dry_run: bool, max_parallel, ws, allow=None) -> None:
+                quiet: bool, dry_run: bool, max_parallel, ws, allow=None, max_jobs=None) -> None:
     """Validate every combination, then submit them throttled; with --wait exit by the worst outcome."""
     from .. import grid
     from ..output import print_diagnostics
@@ -26,7 +26,7 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
     if max_parallel is not None and max_parallel < 1:
         raise UsageError(f"--max-parallel must be at least 1, not {max_parallel}")
     submit_options(name, None)               # the group name is checked as a job name
-    g = grid.build_grid(spec, sets, matrix, name, allow=allow)
+    g = grid.build_grid(spec, sets, matrix, name, allow=allow, max_jobs=max_jobs or grid.MAX_JOBS)
     print_diagnostics(g.warnings)
     is_local = grid.where(g, local)
     useless("--input", inputs and not is_local, "only applies to local runs (Azure resolves its own inputs)")

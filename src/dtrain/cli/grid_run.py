@@ -47,7 +47,8 @@ class GridPrinter:
                 err(f"{ev.info.name}: {ev.info.status}")
         elif isinstance(ev, (fl.Polled, fl.Ended)):
             self.infos.update(ev.infos)
-            self.metrics = ev.metrics
+            k = self.metric_key          # the grid shows one metric: name -> its latest point
+            self.metrics = {n: pts[k] for n, pts in ev.metrics.items() if k and pts.get(k) is not None}
         if self.live is not None:
             from ..grid_view import rich_table
 

@@ -36,6 +36,9 @@ def submit(
                                            "(the default) or failed (also retry Failed attempts, for flaky "
                                            "failures). Canceled and timed-out attempts are never retried."),
     allow: Allow = None,
+    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", metavar="N", help="With --matrix: allow a grid of "
+                                           "up to N jobs (default 1000; a larger grid is refused before anything "
+                                           "is built)."),
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
@@ -55,8 +58,10 @@ def submit(
         from .grid import submit_grid
 
         return submit_grid(spec, matrix, local=local, wait=wait, name=name, sets=set_, inputs=input_, output=output,
-                           timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel, ws=ws, allow=allow)
+                           timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel, ws=ws, allow=allow,
+                           max_jobs=max_jobs)
     useless("--max-parallel", max_parallel is not None, "only applies with --matrix (one job has nothing to throttle)")
+    useless("--max-jobs", max_jobs is not None, "only applies with --matrix")
     _check_flags(dry_run, wait, output, timeout, quiet, ws)
     spec_obj = load(spec, set_, allow)
     is_local = local or spec_obj.is_local_compute
