@@ -129,6 +129,7 @@ class _Loop:
         self.infos: dict = dict(opts.initial or {})
         self.metrics: dict = {}
         self.metrics_at: float | None = None
+        self.metrics_fresh = False      # read on this pass already: the end needs no read of its own
         self.deadline = opts.clock() + opts.timeout if opts.timeout else None
         self.read = opts.read or runner.snapshot
         cap = opts.cap if opts.cap is not None else runner.poll_cap(self.watched, [p.plan for p in self.queue])
@@ -154,11 +155,11 @@ class _Loop:
 
     def read_metrics(self, final: bool) -> None:
         now = self.opts.clock()
-        if not self.opts.metrics or not self.infos:
+        if not self.opts.metrics or not self.infos or (final and self.metrics_fresh):
             return
         if not final and self.metrics_at is not None and now - self.metrics_at < self.opts.metrics_every:
             return
-        self.metrics_at = now
+        self.metrics_at, self.metrics_fresh = now, True
         self.metrics.update(self.runner.latest_metrics(list(self.infos.values())))
 
     def submit_room(self) -> Generator[Event, None, bool]:
@@ -183,6 +184,7 @@ class _Loop:
         for info in self.infos.values():
             yield StatusChanged(info)
         while True:
+            self.metrics_fresh = False
             if fresh:
                 self.read_metrics(final=False)
                 yield Polled(dict(self.infos), dict(self.metrics))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Generator, Iterator
 
 from ...errors import LostTrack
 from ...untrusted import redact
@@ -153,66 +153,87 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
     failures = 0
     try:
         while True:
-            try:
-                status, files = details()
-                if stats is not None:
-                    stats.detail_calls += 1
-            except Exception as exc:  # transient (azure-core already retried): try again, then give up
-                from .errors import transient
-
-                failures += 1
-                if failures >= max_failures or not transient(exc):
-                    if not transient(exc):
-                        raise
-                    raise LostTrack(f"lost track of the job's logs after {failures} failed reads: "
-                                    f"{type(exc).__name__}: {redact(str(exc))}",
-                                    hint="the job keeps running; `dtrain logs NAME` reads them again") from exc
-                sleep(cadence.next(False))
-                continue
+            status, files, failures = _await_details(details, failures, max_failures, cadence, stats, sleep)
             terminal = is_terminal(status)
-            got = False
-            read_failed = False
-            pending = [(r, name, url) for r, (name, url) in sorted(user_logs(files).items())
-                       if rank is None or r == rank]
-            while pending:      # a chunk of each file in turn, until each is read to its current end
-                more = []
-                for r, name, url in pending:
-                    tail = tails.get(r)
-                    if tail is None:
-                        tail = tails[r] = LogTail(name, r, r // max(ppn, 1))
-                    try:
-                        data = tail.fetch(session, url, stats)
-                    except Exception:                   # keep the offset: next pass resumes there
-                        read_failed = True
-                        continue
-                    for line in tail.feed(data, final=terminal and follow and not tail.more):
-                        got = True
-                        yield line
-                    if tail.more:
-                        more.append((r, name, url))
-                pending = more
+            got, read_failed = yield from _read_pass(_wanted_logs(files, rank), tails, session, ppn, stats,
+                                                     final=terminal and follow)
             failures = failures + 1 if read_failed else 0
-            if not follow:
-                if not read_failed:
-                    if terminal:
-                        for t in tails.values():
-                            yield from t.flush()
-                    return
-                if failures >= max_failures:
-                    raise LostTrack("could not read the job's log files after repeated failures", hint="try again")
-                sleep(cadence.next(False))
-                continue
-            if terminal and not read_failed:
-                for t in tails.values():
-                    yield from t.flush()
+            if not read_failed and (terminal or not follow):
+                if terminal:
+                    for t in tails.values():
+                        yield from t.flush()
                 return
             if failures >= max_failures:
                 raise LostTrack("could not read the job's log files after repeated failures",
-                                hint="the job keeps running; `dtrain logs NAME` reads them again")
-            sleep(cadence.next(got))
+                                hint=_READ_AGAIN_HINT if follow else "try again")
+            sleep(cadence.next(got and follow))
     finally:
         if own:
             session.close()
+
+
+_READ_AGAIN_HINT = "the job keeps running; `dtrain logs NAME` reads them again"
+
+
+def _await_details(details: Callable[[], tuple[str, dict]], failures: int, max_failures: int, cadence: Backoff,
+                   stats: Stats | None, sleep) -> tuple[str, dict, int]:
+    """(status, logFiles, failures) once details() answers. azure-core has already retried each call, so a
+    transient failure waits at the idle cadence and counts as a failed pass (LostTrack at max_failures);
+    any other failure is raised as it is."""
+    while True:
+        try:
+            status, files = details()
+            if stats is not None:
+                stats.detail_calls += 1
+            return status, files, failures
+        except Exception as exc:
+            from .errors import transient
+
+            failures += 1
+            if not transient(exc):
+                raise
+            if failures >= max_failures:
+                raise LostTrack(f"lost track of the job's logs after {failures} failed reads: "
+                                f"{type(exc).__name__}: {redact(str(exc))}", hint=_READ_AGAIN_HINT) from exc
+            sleep(cadence.next(False))
+
+
+def _wanted_logs(files: dict, rank: int | None) -> list[tuple[int, str, str]]:
+    """(rank, file name, url) of the user logs to read, by rank: all of them, or the one rank asked for."""
+    return [(r, name, url) for r, (name, url) in sorted(user_logs(files).items()) if rank is None or r == rank]
+
+
+def _read_pass(pending: list[tuple[int, str, str]], tails: dict[int, LogTail], session, ppn: int,
+               stats: Stats | None, final: bool) -> Generator[LogLine, None, tuple[bool, bool]]:
+    """One pass: a chunk of each file in turn until each is read to its current end, so that no rank
+    waits behind a long log. Lines are yielded as they are made; with `final` (the job has ended) a
+    file's last line is released without its newline. Returns (any line came, a read failed); a failed
+    read keeps its offset, so the next pass resumes there."""
+    got = read_failed = False
+    while pending:
+        more = []
+        for r, name, url in pending:
+            tail = _tail(tails, r, name, ppn)
+            try:
+                data = tail.fetch(session, url, stats)
+            except Exception:
+                read_failed = True
+                continue
+            for line in tail.feed(data, final=final and not tail.more):
+                got = True
+                yield line
+            if tail.more:
+                more.append((r, name, url))
+        pending = more
+    return got, read_failed
+
+
+def _tail(tails: dict[int, LogTail], r: int, name: str, ppn: int) -> LogTail:
+    """The rank's LogTail, made on first sight: its offset and partial line carry over between passes."""
+    tail = tails.get(r)
+    if tail is None:
+        tail = tails[r] = LogTail(name, r, r // max(ppn, 1))
+    return tail
 
 
 def tail_lines(session, url: str, max_bytes: int = TAIL_BYTES) -> list[str]:

@@ -165,26 +165,39 @@ def differences(ours: dict, theirs: dict, name: str | None = None) -> list[str]:
     a, b = stable_view(ours), stable_view(_without_service_additions(name, ours, theirs))
     diffs = []
     for k in STABLE_FIELDS:
-        mine, other = a.get(k), b.get(k)
-        if mine is None or mine == {}:
-            if k in ("distribution", "limits") and other not in (None, {}):
-                diffs.append(k)
-            continue
-        if k in ("environmentId",) and isinstance(mine, str) and isinstance(other, str):
-            # a version-less name matches any version of that environment
-            if ":" not in mine and other.split(":")[0] == mine:
-                continue
-        if isinstance(mine, dict) and isinstance(other, dict):
-            if k in ("inputs", "outputs", "environmentVariables") and set(mine) != set(other):
-                diffs.append(k)
-                continue
-            for sub, val in mine.items():
-                if not _covers(val, other.get(sub)):
-                    diffs.append(f"{k}.{sub}")
-            for sub, default in SERVICE_DEFAULTS.get(k, {}).items():
-                if sub not in mine and other.get(sub) not in (None, default):
-                    diffs.append(f"{k}.{sub}")
-            continue
-        if mine != other:
-            diffs.append(k)
+        diffs += _field_differences(k, a.get(k), b.get(k))
+    return diffs
+
+
+# Fields the service leaves unset when not sent: a value on the existing job is then a difference.
+_UNSET_UNLESS_SENT = ("distribution", "limits")
+# Mappings whose keys are the user's own names: a name added or missing on either side is a difference.
+_EXACT_KEYS = ("inputs", "outputs", "environmentVariables")
+
+
+def _field_differences(k: str, mine, other) -> list[str]:
+    """How one stable field differs ([k], ["k.sub", ...] or []). A field dtrain leaves out is a
+    difference only where the service would not fill it in itself (_UNSET_UNLESS_SENT)."""
+    if mine is None or mine == {}:
+        return [k] if k in _UNSET_UNLESS_SENT and other not in (None, {}) else []
+    if k == "environmentId" and _same_environment_name(mine, other):
+        return []
+    if isinstance(mine, dict) and isinstance(other, dict):
+        return _mapping_differences(k, mine, other)
+    return [k] if mine != other else []
+
+
+def _same_environment_name(mine, other) -> bool:
+    """A version-less environment name matches any version of that environment."""
+    return isinstance(mine, str) and isinstance(other, str) and ":" not in mine and other.split(":")[0] == mine
+
+
+def _mapping_differences(k: str, mine: dict, other: dict) -> list[str]:
+    """The keys of a mapping field that differ: those dtrain sets (the service may add keys of its own),
+    and those of SERVICE_DEFAULTS dtrain leaves out, which must then hold the service's default."""
+    if k in _EXACT_KEYS and set(mine) != set(other):
+        return [k]
+    diffs = [f"{k}.{sub}" for sub, val in mine.items() if not _covers(val, other.get(sub))]
+    diffs += [f"{k}.{sub}" for sub, default in SERVICE_DEFAULTS.get(k, {}).items()
+              if sub not in mine and other.get(sub) not in (None, default)]
     return diffs

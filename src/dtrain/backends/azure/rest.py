@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -39,42 +40,77 @@ _RESOURCE_PROPERTY_KEYS = {"aisupercomputer": "AISuperComputer", "singularity": 
 
 
 def job_body(spec: JobSpec) -> dict:
+    """The body, one entry per REST field in a fixed order (kept, so the serialized body stays the same);
+    optional fields are left out where the SDK leaves them out."""
     d = spec.data
-    body: dict = {}
-    if d.get("code") is not None:
-        body["codeId"] = _strip_azureml(d["code"])
-    body["command"] = map_single_brackets(d["command"])
+    return {
+        **_if_given(d, "code", "codeId", _strip_azureml),
+        "command": map_single_brackets(d["command"]),
+        **_compute_id(d),
+        **_if_given(d, "description", "description"),
+        **_if_given(d, "display_name", "displayName"),
+        **_if_set(d, "distribution", "distribution", _distribution),
+        "environmentId": environment_id(spec),
+        "environmentVariables": dict(d.get("environment_variables") or {}),
+        **_if_given(d, "experiment_name", "experimentName"),
+        **_if_set(d, "identity", "identity", _identity),
+        "inputs": _each(d.get("inputs"), _input),
+        "isArchived": False,
+        "jobType": "Command",
+        **_limits(d),
+        "outputs": _each(d.get("outputs"), _output),
+        "properties": _user_properties(d.get("properties")),
+        **_if_set(d, "queue_settings", "queueSettings", _queue),
+        **_resources_field(d),
+        **_if_set(d, "services", "services", lambda services: _each(services, _service)),
+        "tags": dict(d.get("tags") or {}),
+        **_if_given(d, "parent_job_name", "parentJobName"),
+    }
+
+
+def _as_is(v):
+    return v
+
+
+def _if_given(d: dict, key: str, rest: str, convert: Callable = _as_is) -> dict:
+    """{rest: convert(value)} when the spec gives `key` a value, else {}: the SDK omits None fields."""
+    return {rest: convert(d[key])} if d.get(key) is not None else {}
+
+
+def _if_set(d: dict, key: str, rest: str, convert: Callable) -> dict:
+    """{rest: convert(value)} when `key` is set to something non-empty, else {}: for the fields the SDK
+    only sends when truthy (an empty distribution or identity is not sent)."""
+    return {rest: convert(d[key])} if d.get(key) else {}
+
+
+def _each(mapping: dict | None, convert: Callable) -> dict:
+    """Each value of a name -> value mapping converted, names and order kept (none: {})."""
+    return {k: convert(v) for k, v in (mapping or {}).items()}
+
+
+def _compute_id(d: dict) -> dict:
+    """computeId, absent for `compute: local`, which the SDK sends as a resources property instead."""
     if d.get("compute") is not None and str(d["compute"]).lower() != "local":
-        body["computeId"] = _strip_azureml(d["compute"])
-    for key, rest in (("description", "description"), ("display_name", "displayName")):
-        if d.get(key) is not None:
-            body[rest] = d[key]
-    if d.get("distribution"):
-        body["distribution"] = _distribution(d["distribution"])
-    body["environmentId"] = environment_id(spec)
-    body["environmentVariables"] = dict(d.get("environment_variables") or {})
-    if d.get("experiment_name") is not None:
-        body["experimentName"] = d["experiment_name"]
-    if d.get("identity"):
-        body["identity"] = _identity(d["identity"])
-    body["inputs"] = {k: _input(v) for k, v in (d.get("inputs") or {}).items()}
-    body["isArchived"] = False
-    body["jobType"] = "Command"
+        return {"computeId": _strip_azureml(d["compute"])}
+    return {}
+
+
+def _limits(d: dict) -> dict:
+    """limits, sent only when a timeout is set."""
     if (d.get("limits") or {}).get("timeout"):
-        body["limits"] = {"jobLimitsType": "Command", "timeout": iso_duration(d["limits"]["timeout"])}
-    body["outputs"] = {k: _output(v) for k, v in (d.get("outputs") or {}).items()}
-    body["properties"] = {k: v for k, v in (d.get("properties") or {}).items() if k not in _READ_ONLY_PROPERTIES}
-    if d.get("queue_settings"):
-        body["queueSettings"] = _queue(d["queue_settings"])
+        return {"limits": {"jobLimitsType": "Command", "timeout": iso_duration(d["limits"]["timeout"])}}
+    return {}
+
+
+def _user_properties(props: dict | None) -> dict:
+    """The user's properties bag less what CommandJob._to_rest_object removes (service-set, read-only)."""
+    return {k: v for k, v in (props or {}).items() if k not in _READ_ONLY_PROPERTIES}
+
+
+def _resources_field(d: dict) -> dict:
+    """resources, when the spec has any or runs locally (the IsLocal marker lives there)."""
     res = _resources(d.get("resources"), local=str(d.get("compute", "")).lower() == "local")
-    if res is not None:
-        body["resources"] = res
-    if d.get("services"):
-        body["services"] = {k: _service(v) for k, v in d["services"].items()}
-    body["tags"] = dict(d.get("tags") or {})
-    if d.get("parent_job_name") is not None:
-        body["parentJobName"] = d["parent_job_name"]
-    return body
+    return {"resources": res} if res is not None else {}
 
 
 def _strip_azureml(ref: str) -> str:
