@@ -91,7 +91,9 @@ class FakeBackend(Backend):
         return self.jobs[name]
 
     def list(self, *, experiment=None, tags=None, limit=None, names=None):
-        return [self.status(n) for n in (names if names is not None else list(self.jobs))]
+        infos = [self.status(n) for n in (names if names is not None else list(self.jobs))]
+        return [i for i in infos if all(k in i.tags and (v is None or str(i.tags[k]) == str(v))
+                                        for k, v in (tags or {}).items())]
 
     def logs(self, name, *, follow=False, rank=None):
         self.status(name)

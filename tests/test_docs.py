@@ -58,7 +58,7 @@ def test_every_variable_dtrain_reads_is_in_the_configuration_reference():
     src = DOCS.parent / "src" / "dtrain"
     code = "\n".join(p.read_text() for p in src.rglob("*.py"))
     names = set(re.findall(r"[\"'](DTRAIN_[A-Z0-9_]*[A-Z0-9])[\"']", code))
-    names |= set(re.findall(r"environ(?:\.get)?\(\s*[\"']([A-Z][A-Z0-9_]+)[\"']", code))
+    names |= set(re.findall(r"(?:environ|env)(?:\.get)?\(\s*[\"']([A-Z][A-Z0-9_]+)[\"']", code))
     names |= set(re.findall(r"environ\[[\"']([A-Z][A-Z0-9_]+)[\"']\]", code))
     assert {"DTRAIN_HOME", "DTRAIN_ARM_ENDPOINT", "GITHUB_ACTIONS"} <= names
     text = (DOCS / "configuration.md").read_text()

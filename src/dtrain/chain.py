@@ -211,8 +211,25 @@ def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision
 
 
 def attempt_label(chain: dict, k: int | None = None) -> str:
-    """'attempt 2/3': attempt k (default: the chain's latest) of the most a chain (JobInfo.chain) may make."""
-    return f"attempt {chain['attempt'] if k is None else k}/{chain['retries'] + 1}"
+    """'attempt 2/3': attempt k (default: the chain's latest) of the most a chain (JobInfo.chain) may make;
+    a chain that ended before its last attempt without completing says it was not retried."""
+    label = f"attempt {chain['attempt'] if k is None else k}/{chain['retries'] + 1}"
+    return label + (", not retried" if k is None and chain.get("not_retried") else "")
+
+
+def not_retried(last: JobInfo, policy: Policy, attempts: int) -> str | None:
+    """Why a chain that ended before its last attempt was not retried (None: it completed, or used every
+    attempt, or has not ended)."""
+    if not last.terminal or last.status == JobStatus.COMPLETED or attempts >= policy.retries + 1:
+        return None
+    o = outcome(last)
+    if o == "failed":
+        return "a Failed attempt is retried only with --retry-on failed (docs/retries.md)"
+    if o == "timeout":
+        return "an attempt that hit limits.timeout is never retried"
+    if o == "canceled":
+        return "a Canceled attempt is never retried"
+    return None if retryable(last, policy) else f"{last.status} is not retried"
 
 
 def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
@@ -537,5 +554,6 @@ def _chain_info(chain: str, policy: Policy, attempts: list, d: Decision, blocked
                   "next": ({"attempt": d.next_attempt, "name": attempt_name(chain, d.next_attempt or 0),
                             "due_at": datetime.fromtimestamp(d.due_at or time.time()).astimezone().isoformat(
                                 timespec="seconds")} if d.action == "retry" else None),
-                  "blocked": blocked}
+                  "blocked": blocked,
+                  "not_retried": (not_retried(last, policy, len(attempts)) or blocked) if d.action != "retry" else None}
     return info

@@ -17,7 +17,7 @@ configured workspace (a job submitted elsewhere).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, List
 
 from . import follow as fl
 from . import jobindex
@@ -191,6 +191,26 @@ class Runner:
     def list(self, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None) -> list[JobInfo]:
         return self._listing(local).list(experiment=experiment, tags=tags, limit=limit, names=names)
+
+    def expand(self, names=(), *, tags: dict | None = None, local: bool = False) -> "List[str]":
+        """The jobs some names stand for: a job's own name, or a grid's group name (--matrix --name G: its
+        jobs, tagged dtrain.group=G, in the grid's order), plus every job a --tag filter lists. A name that
+        is neither: JobNotFound. Each job once, in the order given."""
+        from .grid import GROUP_TAG
+
+        found: List[str] = []
+        for name in names:
+            try:
+                self.status(name, local=local)
+                found.append(name)
+            except JobNotFound as exc:
+                group = self.list(local=local, tags={GROUP_TAG: name})
+                if not group:
+                    raise exc
+                found += sorted(i.name for i in group)
+        if tags:
+            found += [i.name for i in self.list(local=local, tags=tags)]
+        return list(dict.fromkeys(found))
 
     def snapshot(self, names) -> dict:
         """Current JobInfo of each name: one status() call for a lone job, one list() call per backend for

@@ -7,46 +7,78 @@ import typer
 
 from ..errors import UsageError
 from .app import app
-from .options import (Experiment, JobName, Local, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
+from .options import (Experiment, Local, OptionalJobNames, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
                       check_output, emit, pairs, runner, workspace)
 from . import show
 
 
 @app.command()
 def status(
-    name: JobName,
+    names: OptionalJobNames = None,
+    tag: Tags = None,
     output: Output = "text",
     local: Local = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
 ):
-    """Show a job's status. Exit 0 whatever the status; errors only when the job cannot be read."""
+    """Show jobs' status: each NAME a job, a retry chain or a grid (--matrix --name G: its jobs), and every job
+    --tag lists. Exit 0 whatever the status; errors only when a job cannot be read."""
     ws = workspace(subscription, resource_group, workspace_, local)
     check_output(output)
-    info = runner(ws).status(name, local=local)
-    show.info(info, output)
-    if output == "text":
+    r = runner(ws)
+    jobs = _jobs(r, names, tag, local)
+    infos = [r.status(n, local=local) for n in jobs]
+    if output != "text":
+        return emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else
+                    [i.to_dict() for i in infos], output)
+    for info in infos:
+        show.info(info, output)
         show.attempts(info)
-    if output == "text" and info.ports:
-        from ..output import err
+        if info.ports and not info.terminal:          # where a running local job listens (debugging)
+            from ..output import err
 
-        err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
+            err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
 
 
 @app.command()
 def cancel(
-    name: JobName,
+    names: OptionalJobNames = None,
+    tag: Tags = None,
     local: Local = False,
     output: Output = "text",
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
 ):
-    """Cancel a job: every process of it is stopped."""
+    """Cancel jobs (each NAME a job, a retry chain or a grid; and every job --tag lists): every process of
+    each is stopped."""
     ws = workspace(subscription, resource_group, workspace_, local)
     check_output(output)
-    show.info(runner(ws).cancel(name, local=local), output)
+    r = runner(ws)
+    jobs = _jobs(r, names, tag, local)
+    infos = [r.cancel(n, local=local) for n in jobs]
+    if output != "text":
+        return emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else
+                    [i.to_dict() for i in infos], output)
+    for info in infos:
+        show.info(info, output)
+
+
+def _jobs(r, names, tag, local: bool) -> list[str]:
+    """The jobs the NAMEs and --tag filters stand for; a usage error when they name none."""
+    if not names and not tag:
+        raise UsageError("name a job (or a grid), or give --tag K=V", hint="`dtrain list` shows job names")
+    jobs = r.expand(names or [], tags=pairs(tag, "--tag", bare_ok=True), local=local)
+    if not jobs:
+        raise UsageError(f"no job has the tag{'s' if len(tag or []) > 1 else ''} {', '.join(tag or [])}",
+                         hint="`dtrain list --tag K=V` shows what a filter matches")
+    return jobs
+
+
+def _single(names, tag, jobs) -> bool:
+    """One job named as such (not a grid, not a filter): its JSON is one object, as it always was."""
+    return bool(names) and len(names) == 1 and not tag and jobs == list(names)
 
 
 @app.command("list")

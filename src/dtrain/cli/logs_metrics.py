@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import typer
 
+from ..errors import UsageError
 from ..exitcodes import ExitCode
 from .app import app
 from .options import (JobName, Local, ResourceGroup, Subscription, WorkspaceName, check_output, check_positive,
@@ -17,6 +18,8 @@ def logs(
     name: JobName,
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends."),
     rank: Optional[int] = typer.Option(None, "--rank", help="Only this rank's lines."),
+    member: Optional[int] = typer.Option(None, "--member", metavar="K", help="NAME is a grid: the logs of its "
+                                         "K-th job (0-based, in the order `dtrain status NAME` lists them)."),
     output: str = typer.Option("text", "--output", "-o", help="text or jsonl (one object per line)."),
     local: Local = False,
     subscription: Subscription = None,
@@ -29,7 +32,9 @@ def logs(
     check_output(output, ("text", "jsonl"),
                  hint="logs stream, so they come as jsonl: one JSON object per line" if output == "json" else None)
     ws = workspace(subscription, resource_group, workspace_, local)
-    for line in runner(ws).logs(name, follow=follow, rank=rank, local=local):
+    r = runner(ws)
+    name = _one_job(r, name, member, local)
+    for line in r.logs(name, follow=follow, rank=rank, local=local):
         if output == "jsonl":
             out_jsonl({"event": "log", "job": name, "rank": line.rank, "node": line.node, "text": line.text})
         else:
@@ -78,6 +83,19 @@ def metrics(
             out(csv_text(name, points).rstrip("\n"))
     elif not (follow and sys.stdout.isatty()):   # a live view has drawn the last frame already
         out(shown(render_text(name, points, keys, width=_width()), sys.stdout))
+
+
+def _one_job(r, name: str, member, local: bool) -> str:
+    """The job `logs` reads: NAME itself, or with --member the K-th job of the grid NAME."""
+    jobs = r.expand([name], local=local)
+    if member is None and jobs == [name]:
+        return name
+    if member is None or not 0 <= member < len(jobs):
+        listing = "; ".join(f"{k}: {n}" for k, n in enumerate(jobs))
+        raise UsageError(f"{name} is a grid of {len(jobs)} jobs" if member is None else
+                         f"--member {member}: {name} has jobs 0..{len(jobs) - 1}",
+                         hint=f"pick one with --member K ({listing})")
+    return jobs[member]
 
 
 def _width() -> int:

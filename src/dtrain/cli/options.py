@@ -32,6 +32,7 @@ Tags = Annotated[Optional[List[str]], typer.Option("--tag", metavar="K=V", help=
 Experiment = Annotated[Optional[str], typer.Option("--experiment", help="Only jobs of this experiment.")]
 JobName = Annotated[str, typer.Argument(metavar="NAME", autocompletion=local_job_names)]
 JobNames = Annotated[List[str], typer.Argument(metavar="NAME...", autocompletion=local_job_names)]
+OptionalJobNames = Annotated[Optional[List[str]], typer.Argument(metavar="[NAME...]", autocompletion=local_job_names)]
 Matrix = Annotated[Optional[List[str]], typer.Option("--matrix", metavar="PATH=V1,V2", help="One job per value, "
                                                      "applied like --set; several --matrix: one job per combination "
                                                      "(the cross product). Every combination is validated before "

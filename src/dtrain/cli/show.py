@@ -36,5 +36,5 @@ def attempts(i) -> None:
     if c.get("next"):
         err(f"  {attempt_label(c, c['next']['attempt'])}  {c['next']['name']}  due {c['next']['due_at']} "
             f"(submitted by `dtrain wait {c['name']}`)")
-    if c.get("blocked"):
-        err(f"  no attempt {c['attempt'] + 1}: {shown(c['blocked'])}")
+    if c.get("not_retried"):
+        err(f"  no attempt {c['attempt'] + 1}: {shown(c['not_retried'])}")

@@ -8,13 +8,14 @@ import typer
 from .. import follow as fl
 from ..exitcodes import ExitCode
 from .app import app
-from .options import (Experiment, JobNames, Local, ResourceGroup, Subscription, Tags, WorkspaceName, check_output,
+from .options import (Experiment, Local, OptionalJobNames, ResourceGroup, Subscription, Tags, WorkspaceName, check_output,
                       check_positive, pairs, runner, useless, workspace)
 
 
 @app.command("wait")
 def wait_(
-    names: JobNames,
+    names: OptionalJobNames = None,
+    tag: Tags = None,
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop waiting after S seconds (exit 4)."),
     local: Local = False,
     output: str = typer.Option("text", "--output", "-o", help="text, json (the jobs at the end) or jsonl "
@@ -23,13 +24,15 @@ def wait_(
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
 ):
-    """Wait for jobs to end; exit with the worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 <
-    infrastructure 5 < lost 7)."""
+    """Wait for jobs to end (each NAME a job, a retry chain or a grid; and every job --tag lists); exit with the
+    worst outcome (Completed 0 < Canceled 3 < Failed 1 < timeout 4 < infrastructure 5 < lost 7)."""
     from .follow_view import follow_jobs
+    from .jobs import _jobs
 
     check_output(output)
     ws = workspace(subscription, resource_group, workspace_, local)
-    follow_jobs(runner(ws), names, output=output, timeout=timeout, stream=False)
+    r = runner(ws)
+    follow_jobs(r, _jobs(r, names, tag, local), output=output, timeout=timeout, stream=False)
 
 
 @app.command()
