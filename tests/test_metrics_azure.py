@@ -167,3 +167,15 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
     assert per_poll(plain, polls0) == 3
     assert per_poll(with_metric, polls1) == per_poll(plain, polls0) + 1
     assert "loss" in r1.stdout and "samples/s" in r1.stdout and "1.0000" in r1.stdout and "549.0" in r1.stdout
+
+
+def test_metrics_the_service_keeps_failing_do_not_say_the_job_is_lost(emu, tmp_path):
+    """MLflow answering 500 to every read of a Completed job's metrics: exit 7 (unreadable after retries),
+    and the message is about the metrics, not 'the job keeps running on Azure'."""
+    put_job(emu, "m-500")
+    emu.log_metric("m-500", "loss", 0.5, step=1)
+    emu.fail(r"/api/2\.0/mlflow/", 500, count=1000)
+    env = {**env_for(emu, tmp_path), "DTRAIN_AZURE_RETRIES": "0", "DTRAIN_AZURE_STATUS_ATTEMPTS": "2"}
+    r = dtrain("metrics", "m-500", env=env, cwd=tmp_path)
+    assert r.returncode == 7, r.stderr
+    assert "keeps running" not in r.stderr and "not affected" in r.stderr and "dtrain metrics m-500" in r.stderr

@@ -442,8 +442,12 @@ class AzureBackend(Backend):
         """fn() with dtrain's retries over azure-core's; MLflow's errors as dtrain's."""
         from .mlflow_rest import MlflowError
 
+        def unreadable(reason: str):         # the metrics are unreadable now; nothing is known of the job
+            return LostTrack(f"{reason}", hint="the job itself is not affected; `dtrain metrics "
+                             + (job or "NAME") + "` reads them again")
+
         try:
-            return self._retrying(what, fn, job=job)
+            return self._retrying(what, fn, job=job, gave_up=unreadable)
         except MlflowError as exc:
             raise BackendError(f"could not {what}: {redact(str(exc))}") from None
 
