@@ -89,11 +89,18 @@ def main(argv=None) -> int:
         return int(ExitCode.OK)
     except Exception as exc:  # a dtrain bug: say so, briefly
         if debug:
-            _traceback(exc)
+            raise                     # the bug itself, with its traceback (redacted by run()'s hook)
         error(f"internal error: {type(exc).__name__}: {exc}",
               "this is a dtrain bug; rerun with --debug for the traceback and report it")
         return int(ExitCode.INTERNAL)
 
 
+def _redacted_excepthook(kind, exc, tb) -> None:
+    from ..untrusted import redact_traceback
+
+    sys.stderr.write(redact_traceback(exc.with_traceback(tb)))
+
+
 def run() -> None:
+    sys.excepthook = _redacted_excepthook     # --debug lets a bug through: its traceback is redacted too
     sys.exit(main())

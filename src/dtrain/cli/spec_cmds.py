@@ -67,6 +67,8 @@ def render(
     format: Optional[str] = typer.Option(None, "--format", help="yaml (the default; for az ml job create "
                                          "--file) or rest (the whole JSON body of the job PUT: "
                                          "{\"properties\": {...}})."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="The same as --format (as every command "
+                                         "names its output)."),
     set_: Sets = None,
     local: bool = typer.Option(False, "--local", help="Print the local backend's plan instead: every "
                                "process with its command and environment."),
@@ -76,9 +78,12 @@ def render(
 ):
     """Print exactly what would be submitted. No side effects: the same output every time (a local plan
     shows its ports, and a generated name, as placeholders that submit fills in)."""
+    flag = "--format" if format is not None else "--output"
+    useless("--output", format is not None and output is not None, "is --format: give one of them")
+    format = format if format is not None else output
     if format not in (None, "yaml", "rest"):
-        raise UsageError(f"--format must be yaml or rest, not '{format}'")
-    useless("--format", local and format, "does not apply with --local, which prints the local plan as JSON")
+        raise UsageError(f"{flag} must be yaml or rest, not '{format}'")
+    useless(flag, local and format, "does not apply with --local, which prints the local plan as JSON")
     useless("--input", input_ and not local, "only applies with --local (a local path for an input)")
     print_rendered(load(spec, set_, allow), local=local, format=format or "yaml", name=name, inputs=input_)
 
