@@ -82,3 +82,17 @@ def test_a_failed_attempt_is_said_not_to_be_retried(fake_backend, spec, capsys, 
     assert "retried only with --retry-on failed" in err
     code, out, _ = run(capsys, "list")
     assert "attempt 1/3, not retried" in out
+
+
+def test_the_summary_of_a_re_attached_submit_counts_from_the_submit():
+    from datetime import datetime, timedelta, timezone
+
+    from dtrain.backends.base import JobInfo
+    from dtrain.progress import since_submit, summary_line
+
+    now = datetime.now(timezone.utc)
+    info = JobInfo("j", "local", "Completed", created=(now - timedelta(seconds=21)).isoformat(),
+                   started=(now - timedelta(seconds=21)).isoformat(), ended=now.isoformat())
+    assert since_submit(info, 5.0, now) == 21.0               # re-attached 5 s ago: 21 s since the submit
+    assert since_submit(JobInfo("j", "local", "Completed"), 5.0) == 5.0
+    assert "Completed in 0:2" in summary_line(info, 5.0)      # not "in 0:05, ran 0:21"

@@ -90,8 +90,20 @@ class StartProgress:
         self.done = True
 
 
+def since_submit(info: JobInfo, followed_s: float, now: datetime | None = None) -> float:
+    """Seconds from the job's submit to now: a re-attached follow (the same submit run again) counts from
+    when the job was created, not from when this command started following it."""
+    try:
+        created = datetime.fromisoformat((info.created or "").replace("Z", "+00:00"))
+        now = now or datetime.now(created.tzinfo)
+        return max(followed_s, (now - created).total_seconds())
+    except (ValueError, TypeError):
+        return followed_s
+
+
 def summary_line(info: JobInfo, wall_s: float) -> str:
-    """`submit --wait`'s last line: outcome, wall time, shape, and where the logs are."""
+    """`submit --wait`'s last line: outcome, wall time since submit, shape, and where the logs are."""
+    wall_s = since_submit(info, wall_s)
     status = info.status + (" (timed out)" if info.timed_out else "")
     ran = ""
     try:
