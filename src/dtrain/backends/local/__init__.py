@@ -372,33 +372,55 @@ class LocalBackend(Backend):
     # --- list ----------------------------------------------------------------------------------
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None) -> list[JobInfo]:
+        """Local jobs, newest first, filtered by experiment and tags (or just the named ones)."""
         root = jobs_root(self.home)
         if not root.is_dir():
             return []
-        states, corrupt = [], []
-        dirs = [root / n for n in names if valid_name(n)] if names else root.iterdir()
-        for d in dirs:
-            if d.name.startswith(".") or not (d / STATE).is_file():
-                continue
-            try:
-                s = read_state(d)
-            except FileNotFoundError:
-                continue                          # removed meanwhile
-            except CorruptState as exc:
-                if names or not (experiment or tags):   # shown as such, never silently dropped
-                    corrupt.append(_unreadable(exc))
-                continue
-            if experiment and s.get("experiment_name") != experiment:
-                continue
-            if tags and any(k not in (s.get("tags") or {}) or (v is not None and str(s["tags"][k]) != str(v))
-                            for k, v in tags.items()):
-                continue
-            states.append((d, s))
+        # A job whose state cannot be read is shown as such, never silently dropped, unless a filter
+        # it cannot be checked against was asked for.
+        corrupt: list[JobInfo] = []
+        keep_corrupt = bool(names) or not (experiment or tags)
+        states = [(d, s) for d, s in _read_states(_job_dirs(root, names), corrupt if keep_corrupt else None)
+                  if _matches(s, experiment, tags)]
         states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
         if limit is not None:
             states = states[:limit]
         infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
         return infos[:limit] if limit is not None else infos
+
+
+def _job_dirs(root: Path, names) -> Iterator[Path]:
+    """The folders `list` looks at: the named jobs' (valid names only), else every job's. A hidden
+    folder, or one without state.json (not a job, or one being created), is passed over."""
+    dirs = [root / n for n in names if valid_name(n)] if names else root.iterdir()
+    for d in dirs:
+        if not d.name.startswith(".") and (d / STATE).is_file():
+            yield d
+
+
+def _read_states(dirs, corrupt: list | None) -> Iterator[tuple[Path, dict]]:
+    """(folder, state) of each job in `dirs`. A job removed meanwhile is skipped; one whose state.json
+    makes no sense goes to `corrupt`, as Unreadable (skipped when corrupt is None)."""
+    for d in dirs:
+        try:
+            s = read_state(d)
+        except FileNotFoundError:
+            continue                          # removed meanwhile
+        except CorruptState as exc:
+            if corrupt is not None:
+                corrupt.append(_unreadable(exc))
+            continue
+        yield d, s
+
+
+def _matches(state: dict, experiment: str | None, tags: dict | None) -> bool:
+    """Whether a job passes `list`'s filters: its experiment, and every tag given (a tag given as None
+    only has to be there, whatever its value)."""
+    if experiment and state.get("experiment_name") != experiment:
+        return False
+    return not (tags and any(k not in (state.get("tags") or {})
+                             or (v is not None and str(state["tags"][k]) != str(v))
+                             for k, v in tags.items()))
 
 
 def _never_started(state: dict) -> bool:

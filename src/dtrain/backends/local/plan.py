@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UsageError
-from ...spec.model import JobSpec, is_remote_ref, layout
+from ...spec.model import JobSpec, RankSlot, is_remote_ref, layout
 from ..base import SubmitOptions
 from . import env as _env
 from .mlflowstore import mlflow_env
@@ -308,11 +308,7 @@ def check_process_count(spec: JobSpec) -> None:
 def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) -> LocalPlan:
     """The local plan of `spec`: pure (see the module's docstring), and every error bad input can cause
     (names, process cap, ray, remote inputs or code) is raised here, so `render --local` reports it."""
-    name = options.name or spec.name
-    if name is not None and not valid_name(name):
-        raise UsageError(f"job name '{name}' is not valid",
-                         hint="use letters, digits, '_' and '-' (starting with a letter or digit), at most 255")
-    name = name or NAME_PLACEHOLDER
+    name = _job_name(spec, options)
     job_dir = jobs_root(home) / name
     d = spec.distribution
     kind = d.type if d else "none"
@@ -320,10 +316,50 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     check_process_count(spec)
 
     inputs = _resolve_inputs(spec, options, home)
+    outputs, output_dirs = _resolve_outputs(spec, name, job_dir, home)
+    command = _substitute(spec.command, inputs, outputs)
+    experiment = options.experiment_name or spec.data.get("experiment_name")
+    env = _process_env(spec, name, str(job_dir), experiment, inputs, outputs)
+
+    slots = layout(d, nodes)   # rank, node, local rank and role of every process (spec/model.py)
+    ppn = d.processes_per_node(nodes) if d else 1
+    procs = _Processes(env=env, cwd=str(job_dir / "snapshot"), command=command)
+    n_ports = _lay_out(procs, kind, d, slots, nodes, ppn, job_dir)
+
+    notes = _environment_notes(spec)
+    code = _local_code(spec)
+
+    return LocalPlan(
+        name=name, job_dir=str(job_dir), framework=kind, nodes=nodes,
+        processes_per_node=ppn,
+        command=command, processes=procs.processes, ranks=procs.ranks, n_ports=n_ports, ports=[],
+        code=code, inputs=inputs, outputs=outputs,
+        output_dirs=sorted(set(output_dirs)), timeout=spec.timeout,
+        experiment_name=experiment,
+        display_name=spec.data.get("display_name"),
+        tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
+        spec_source=str(spec.source) if spec.source else None,
+    )
+
+
+def _job_name(spec: JobSpec, options: SubmitOptions) -> str:
+    """--name, else the spec's name, else NAME_PLACEHOLDER (submit generates one, as Azure does). A bad
+    name is refused here, so `render --local` reports it too."""
+    name = options.name or spec.name
+    if name is not None and not valid_name(name):
+        raise UsageError(f"job name '{name}' is not valid",
+                         hint="use letters, digits, '_' and '-' (starting with a letter or digit), at most 255")
+    return name or NAME_PLACEHOLDER
+
+
+def _resolve_outputs(spec: JobSpec, name: str, job_dir: Path, home: Path | None) -> tuple[dict, list]:
+    """Where each output is written (name -> path), and the folders the supervisor creates for them. A
+    fixed datastore path is shared across local jobs, as on Azure (a later job can read it); any other
+    output lives in the job's own folder."""
     outputs, output_dirs = {}, []
     for oname, o in spec.outputs.items():
         ds = datastore_path(o.path, home, name) if o.path else None
-        if ds is not None:  # a fixed datastore path: shared across local jobs, like on Azure
+        if ds is not None:
             outputs[oname] = str(ds)
             output_dirs.append(str(ds if o.type != "uri_file" else ds.parent))
         elif o.type == "uri_file":
@@ -332,13 +368,18 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         else:
             outputs[oname] = str(job_dir / "outputs" / oname)
             output_dirs.append(outputs[oname])
-    command = _substitute(spec.command, inputs, outputs)
+    return outputs, output_dirs
 
-    # Variables every process gets (Azure's), then the spec's environment_variables (refs resolved).
-    common = {"AZUREML_RUN_ID": name, "AZUREML_NODE_COUNT": str(nodes)}
+
+def _process_env(spec: JobSpec, name: str, job_dir: str, experiment: str | None, inputs: dict,
+                 outputs: dict) -> dict:
+    """The variables every process gets: Azure ML's (run id, node count, MLflow, one per input and
+    output), then the spec's environment_variables (refs resolved), which win. Python's output is
+    unbuffered unless the spec or the submitting shell says otherwise, so logs show lines as they come."""
+    common = {"AZUREML_RUN_ID": name, "AZUREML_NODE_COUNT": str(spec.instance_count)}
     # Azure ML's MLflow variables, pointing at the job's own store (mlflowstore.py): metrics logged
     # with mlflow in any rank land in the job's one run, as on Azure
-    common.update(mlflow_env(str(job_dir), name, options.experiment_name or spec.data.get("experiment_name")))
+    common.update(mlflow_env(job_dir, name, experiment))
     for k, v in inputs.items():
         common[f"AZURE_ML_INPUT_{k}"] = v
     for k, v in outputs.items():
@@ -346,71 +387,90 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     user_env = {k: _substitute(v, inputs, outputs) for k, v in spec.environment_variables.items()}
     if "PYTHONUNBUFFERED" not in user_env and "PYTHONUNBUFFERED" not in os.environ:
         common["PYTHONUNBUFFERED"] = "1"
+    return {**common, **user_env}
 
-    cwd = str(job_dir / "snapshot")
-    shell = ["bash", "-c", command]
-    processes, ranks, n_ports = [], [], 0
 
-    def add(rank, node, local_rank, role, extra):
-        env = {**common, **user_env, "AZ_BATCHAI_TASK_INDEX": str(node), **extra}
-        processes.append(LocalProcess(argv=list(shell), env=env, cwd=cwd, log=_env.log_name(rank), rank=rank,
-                                      node=node, local_rank=local_rank, role=role))
-        ranks.append({"rank": rank, "node": node, "local_rank": local_rank, "role": role,
-                      "log": _env.log_name(rank)})
+@dataclass
+class _Processes:
+    """What laying out a plan collects: the processes the supervisor starts, and one record per rank
+    (where it sits and logs; under mpirun the ranks are not processes of the plan, but still logged)."""
 
-    slots = layout(d, nodes)   # rank, node, local rank and role of every process (spec/model.py)
-    ppn = d.processes_per_node(nodes) if d else 1
+    env: dict                  # what every process gets (_process_env)
+    cwd: str
+    command: str
+    processes: list = field(default_factory=list)
+    ranks: list = field(default_factory=list)
+
+    def add_rank(self, s: RankSlot, extra: dict) -> None:
+        """A rank the supervisor starts itself: `bash -c command`, with its slot's variables (`extra`)."""
+        env = {**self.env, "AZ_BATCHAI_TASK_INDEX": str(s.node), **extra}
+        self.processes.append(LocalProcess(argv=["bash", "-c", self.command], env=env, cwd=self.cwd,
+                                           log=_env.log_name(s.rank), rank=s.rank, node=s.node,
+                                           local_rank=s.local_rank, role=s.role))
+        self.record_rank(s)
+
+    def record_rank(self, s: RankSlot) -> None:
+        """Where rank `s` sits and which file holds its output (what `logs` and failures read)."""
+        self.ranks.append({"rank": s.rank, "node": s.node, "local_rank": s.local_rank, "role": s.role,
+                           "log": _env.log_name(s.rank)})
+
+
+def _lay_out(procs: _Processes, kind: str, d, slots: list, nodes: int, ppn: int, job_dir: Path) -> int:
+    """Add every process of the job to `procs`, with the variables its framework expects; returns how
+    many ports they need (filled in at submit)."""
     if kind == "pytorch":
-        n_ports = 1
         for s in slots:
-            add(s.rank, s.node, s.local_rank, s.role,
-                _env.pytorch_env(rank=s.rank, node=s.node, local_rank=s.local_rank, nodes=nodes, ppn=ppn))
-    elif kind == "tensorflow":
+            procs.add_rank(s, _env.pytorch_env(rank=s.rank, node=s.node, local_rank=s.local_rank, nodes=nodes,
+                                               ppn=ppn))
+        return 1
+    if kind == "tensorflow":
         workers = d.workers(nodes)
-        n_ports = len(slots)
         for s in slots:
             index = s.rank if s.role == "worker" else s.rank - workers
-            add(s.rank, s.node, s.local_rank, s.role,
-                {"TF_CONFIG": _env.tf_config(workers=workers, ps=len(slots) - workers, role=s.role, index=index)})
-    elif kind == "mpi":
-        n_ports = 1
-        argv = ["mpirun"]               # submit checks it is Open MPI's and puts its path here
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            argv.append("--allow-run-as-root")
-        argv += ["--oversubscribe", "--bind-to", "none", "-np", str(len(slots)),
-                 "bash", "-c", _env.MPI_RANK_WRAPPER, "dtrain-rank", str(ppn), str(job_dir / "user_logs"), command]
-        env = {**common, **user_env, **_env.mpi_launcher_env()}
-        processes.append(LocalProcess(argv=argv, env=env, cwd=cwd, log="system_logs/launcher.txt", role="launcher"))
-        for s in slots:      # mpirun starts the ranks; the plan records where each sits and logs
-            ranks.append({"rank": s.rank, "node": s.node, "local_rank": s.local_rank, "role": s.role,
-                          "log": _env.log_name(s.rank)})
-    elif kind == "ray":
+            procs.add_rank(s, {"TF_CONFIG": _env.tf_config(workers=workers, ps=len(slots) - workers, role=s.role,
+                                                           index=index)})
+        return len(slots)
+    if kind == "mpi":
+        _lay_out_mpi(procs, slots, ppn, job_dir)
+        return 1
+    if kind == "ray":
         raise UsageError("distribution type ray is not supported by the local backend",
                          hint="run it on Azure ML (drop --local / compute: local), or start ray yourself in `command`")
-    else:
-        for s in slots:       # Azure runs a non-distributed command once on every node
-            add(s.rank, s.node, s.local_rank, s.role, {})
+    for s in slots:       # Azure runs a non-distributed command once on every node
+        procs.add_rank(s, {})
+    return 0
 
-    notes = []
-    if spec.environment:
-        envname = spec.environment if isinstance(spec.environment, str) else "the inline environment"
-        py = shutil.which("python") or shutil.which("python3") or sys.executable
-        notes.append(f"environment {envname} is not used locally (no Docker): the command runs with this "
-                     f"machine's python ({py}) and PATH")
 
+def _lay_out_mpi(procs: _Processes, slots: list, ppn: int, job_dir: Path) -> None:
+    """One process, mpirun, which starts the ranks itself (each wrapped to log to its own file); the
+    plan still records where each rank sits and logs."""
+    argv = ["mpirun"]               # submit checks it is Open MPI's and puts its path here
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    argv += ["--oversubscribe", "--bind-to", "none", "-np", str(len(slots)),
+             "bash", "-c", _env.MPI_RANK_WRAPPER, "dtrain-rank", str(ppn), str(job_dir / "user_logs"), procs.command]
+    env = {**procs.env, **_env.mpi_launcher_env()}
+    procs.processes.append(LocalProcess(argv=argv, env=env, cwd=procs.cwd, log="system_logs/launcher.txt",
+                                        role="launcher"))
+    for s in slots:
+        procs.record_rank(s)
+
+
+def _environment_notes(spec: JobSpec) -> list:
+    """What the user should know runs differently here: the spec's environment is not used (no Docker)."""
+    if not spec.environment:
+        return []
+    envname = spec.environment if isinstance(spec.environment, str) else "the inline environment"
+    py = shutil.which("python") or shutil.which("python3") or sys.executable
+    return [f"environment {envname} is not used locally (no Docker): the command runs with this "
+            f"machine's python ({py}) and PATH"]
+
+
+def _local_code(spec: JobSpec) -> str | None:
+    """The local code folder/file to snapshot, or None without one; remote code is an error here, since
+    a local job cannot fetch it."""
     code_src = spec.code_path()
     if spec.code and code_src is None:
         raise UsageError(f"code '{spec.code}' is remote; the local backend needs a local code folder",
                          hint="point `code:` at a local folder")
-
-    return LocalPlan(
-        name=name, job_dir=str(job_dir), framework=kind, nodes=nodes,
-        processes_per_node=ppn,
-        command=command, processes=processes, ranks=ranks, n_ports=n_ports, ports=[],
-        code=str(code_src) if code_src else None, inputs=inputs, outputs=outputs,
-        output_dirs=sorted(set(output_dirs)), timeout=spec.timeout,
-        experiment_name=options.experiment_name or spec.data.get("experiment_name"),
-        display_name=spec.data.get("display_name"),
-        tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
-        spec_source=str(spec.source) if spec.source else None,
-    )
+    return str(code_src) if code_src else None

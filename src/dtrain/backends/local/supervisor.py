@@ -185,42 +185,80 @@ class Supervisor:
         return done
 
     def wait(self) -> int:
+        """Wait for every process of the plan. The first failure, a cancel, limits.timeout or the loss
+        of the watchdog stops the rest (SIGTERM, then SIGKILL after the grace period); once all are gone,
+        whatever the job left behind is stopped too, and the final state written."""
         timeout = self.plan.timeout
         t0 = time.monotonic()
         deadline = t0 + timeout if timeout else None
         reason, first_fail = None, None
-        stop_at = None
+        stop_at = None                  # when the processes still running get SIGKILL
         while self.children:
-            wait_for = 1.0
-            if deadline and reason is None:
-                wait_for = min(wait_for, deadline - time.monotonic())
-            if stop_at is not None:
-                wait_for = min(wait_for, 0.1)
-            self._wait_event(wait_for)
-            if reason is None and self.cancel_flag:     # before reaping: what a cancel killed is no failure
-                reason = "canceled"
-            if reason is None and self.watchdog_lost:
-                reason = "lost"
-            for rec in self._reap():
-                if rec["exit_code"] != 0 and reason is None:
-                    reason, first_fail = "failed", rec
-            if reason is None and self.cancel_flag:
-                reason = "canceled"
-            if reason is None and deadline and time.monotonic() >= deadline:
-                reason = "timeout"
-            if reason and stop_at is None and self.children:
-                stop_at = time.monotonic() + self.grace
-                self._signal_children(signal.SIGTERM)
-            if stop_at is not None and time.monotonic() >= stop_at and self.children:
-                self._signal_children(signal.SIGKILL)
-                procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()])
-                stop_at = time.monotonic() + 1.0
-        # Nothing of the job outlives it: what it left behind is stopped too, marked with the token or not
-        # (an `env -i` grandchild, a setsid daemon: orphans are reparented to this subreaper).
+            self._wait_event(self._next_wake(deadline, reason, stop_at))
+            reason, first_fail = self._why_stop(reason, first_fail, deadline)
+            stop_at = self._stop_children(reason, stop_at)
+        self._stop_left_behind()
+        self._finish_as(reason, first_fail, timeout, time.monotonic() - t0)
+        return 0
+
+    @staticmethod
+    def _next_wake(deadline: float | None, reason: str | None, stop_at: float | None) -> float:
+        """How long to sleep at most: a second, less so as not to miss the deadline, and briefly while
+        processes are being stopped (so SIGKILL follows the grace period on time)."""
+        wait_for = 1.0
+        if deadline and reason is None:
+            wait_for = min(wait_for, deadline - time.monotonic())
+        if stop_at is not None:
+            wait_for = min(wait_for, 0.1)
+        return wait_for
+
+    def _stop_requested(self) -> str | None:
+        """Why the job is being stopped from outside, if it is: a cancel (SIGTERM here) wins over the
+        loss of the watchdog."""
+        if self.cancel_flag:
+            return "canceled"
+        if self.watchdog_lost:
+            return "lost"
+        return None
+
+    def _why_stop(self, reason: str | None, first_fail: dict | None,
+                  deadline: float | None) -> tuple[str | None, dict | None]:
+        """Reap what exited, and the reason the job ends early (the first one sticks): canceled, lost,
+        failed (with the first failed process) or timeout; None while it runs on."""
+        # Before reaping: what a cancel killed is no failure.
+        reason = reason or self._stop_requested()
+        for rec in self._reap():
+            if rec["exit_code"] != 0 and reason is None:
+                reason, first_fail = "failed", rec
+        if reason is None and self.cancel_flag:
+            reason = "canceled"
+        if reason is None and deadline and time.monotonic() >= deadline:
+            reason = "timeout"
+        return reason, first_fail
+
+    def _stop_children(self, reason: str | None, stop_at: float | None) -> float | None:
+        """Once there is a reason to stop: SIGTERM to every process still running, then SIGKILL (and
+        every process with the job's token) when the grace period is over, again each second. Returns
+        when the next SIGKILL is due."""
+        if reason and stop_at is None and self.children:
+            stop_at = time.monotonic() + self.grace
+            self._signal_children(signal.SIGTERM)
+        if stop_at is not None and time.monotonic() >= stop_at and self.children:
+            self._signal_children(signal.SIGKILL)
+            procs.kill_job_processes(self.token, [r["pgid"] for r in self.children.values()])
+            stop_at = time.monotonic() + 1.0
+        return stop_at
+
+    def _stop_left_behind(self) -> None:
+        """Nothing of the job outlives it: what it left behind is stopped too, marked with the token or
+        not (an `env -i` grandchild, a setsid daemon: orphans are reparented to this subreaper)."""
         procs.kill_job_processes(self.token, [], grace=min(self.grace, 2.0))
         procs.kill_tree(os.getpid(), self.token, reap=True)
         self._reap()
-        elapsed = time.monotonic() - t0
+
+    def _finish_as(self, reason: str | None, first_fail: dict | None, timeout: int | None,
+                   elapsed: float) -> None:
+        """The final state for how the job ended: no reason to stop early means it completed."""
         if reason == "timeout":
             self.finish("Canceled", {"message": f"timed out after {timeout} s (limits.timeout); "
                                                 f"the job was canceled after {elapsed:.0f} s"}, timed_out=True)
@@ -232,10 +270,10 @@ class Supervisor:
         elif reason == "canceled":
             self.finish("Canceled", None)
         elif reason == "failed":
+            assert first_fail is not None
             self.finish("Failed", self.describe_failure(first_fail))
         else:
             self.finish("Completed", None)
-        return 0
 
     def _signal_children(self, sig):
         for rec in list(self.children.values()):
