@@ -75,9 +75,9 @@ class _Chains:
     never left without its head (its name) or without an attempt it still needs."""
 
     def __init__(self, backend):
-        from ...chain import ChainBackend
+        from ...chain import ChainView
 
-        self._view = ChainBackend(getattr(backend, "inner", backend), None)
+        self._view = ChainView(getattr(backend, "inner", backend), None)
         self._inner = self._view.inner
         self._seen: dict = {}
 
