@@ -169,3 +169,162 @@ def test_clean_names_a_symlinked_job_folder_it_leaves_alone(tmp_path):
     (h / "jobs" / "linked").symlink_to(outside)
     rep = clean(LocalBackend(h), 0)
     assert rep.removed == [] and rep.notes == [f"linked: the job folder is a symlink (to {outside}); left alone"]
+
+
+# --- --datastores: the checkpoint folders of removed jobs ---------------------------------------------
+
+def _uses(home, name, writes=(), reads=()):
+    """Record in NAME's plan.json the datastore folders it writes (output_dirs) and reads (inputs), as
+    submit does, and put a 3000-byte checkpoint in each folder it writes."""
+    ds = home / "datastores"
+    plan = {"ranks": [], "output_dirs": [str(ds / w) for w in writes] + [str(home / "jobs" / name / "outputs")],
+            "inputs": {f"i{k}": str(ds / r) for k, r in enumerate(reads)} | {"lr": "0.1"}}
+    (home / "jobs" / name / "plan.json").write_text(json.dumps(plan))
+    for w in writes:
+        (ds / w).mkdir(parents=True, exist_ok=True)
+        (ds / w / "ckpt.pt").write_text("c" * 3000)
+
+
+@pytest.fixture
+def stores(tmp_path):
+    """done (ended 10 days ago) and running, each with its ${{name}} checkpoint folder; young (ended an hour
+    ago) shares a folder with done; reader (running) reads a folder done wrote into; a user's own file sits
+    in the store's folder."""
+    h = tmp_path / "home"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    from dtrain.backends.local import procs
+    sup = {"pid": sleeper.pid, "start_time": procs.start_time(sleeper.pid)}
+    _job(h, "done", "Completed", 10)
+    _job(h, "running", "Running", supervisor=sup)
+    _job(h, "young", "Completed", 1 / 24)
+    _job(h, "reader", "Running", supervisor=sup)
+    _uses(h, "done", writes=["wbs/dtrain/done/checkpoints", "wbs/shared/ckpt", "wbs/data/part1"])
+    _uses(h, "running", writes=["wbs/dtrain/running/checkpoints"])
+    _uses(h, "young", writes=["wbs/shared/ckpt"])
+    _uses(h, "reader", reads=["wbs/data"])
+    (h / "datastores" / "wbs" / "mine.txt").write_text("user data")
+    yield h
+    sleeper.kill()
+    sleeper.wait()
+
+
+def test_datastores_dry_run_lists_the_checkpoint_folders_of_cleaned_jobs(cli, stores):
+    env = {"DTRAIN_HOME": str(stores)}
+    ds = stores / "datastores" / "wbs"
+    r = cli("clean", "--older-than", "0s", "--datastores", "--dry-run", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["done", "young", f"{ds / 'dtrain' / 'done' / 'checkpoints'}\t3.0 kB",
+                                     f"{ds / 'shared' / 'ckpt'}\t3.0 kB"]
+    assert "would remove 2 job folder(s) and 2 datastore folder(s)" in r.stderr
+    assert f"{ds / 'data' / 'part1'}: also used by reader; left alone" in r.stderr
+    assert (ds / "dtrain" / "done" / "checkpoints" / "ckpt.pt").is_file() and (ds / "shared" / "ckpt").is_dir()
+    assert _names(stores) == ["done", "reader", "running", "young"]
+    rep = json.loads(cli("clean", "--older-than", "0s", "--datastores", "--dry-run", "-o", "json", env=env).stdout)
+    assert rep["dry_run"] is True and rep["bytes_freed"] > 6000
+    assert [(d["path"], d["bytes"], d["jobs"]) for d in rep["datastores"]] == [
+        (str(ds / "dtrain" / "done" / "checkpoints"), 3000, ["done"]),
+        (str(ds / "shared" / "ckpt"), 3000, ["done", "young"])]
+
+
+def test_datastores_go_with_their_jobs_and_a_running_jobs_folder_stays(cli, stores):
+    env = {"DTRAIN_HOME": str(stores)}
+    ds = stores / "datastores" / "wbs"
+    r = cli("clean", "--older-than", "7d", "--datastores", "-o", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["removed"] == ["done"]
+    assert [d["path"] for d in rep["datastores"]] == [str(ds / "dtrain" / "done" / "checkpoints")]
+    assert not (ds / "dtrain" / "done").exists()                         # its parent, left empty, went too
+    assert f"{ds / 'shared' / 'ckpt'}: also used by young; left alone" in rep["skipped"]
+    assert (ds / "shared" / "ckpt" / "ckpt.pt").is_file() and (ds / "data" / "part1" / "ckpt.pt").is_file()
+    assert (ds / "dtrain" / "running" / "checkpoints" / "ckpt.pt").read_text() == "c" * 3000
+    assert (ds / "mine.txt").read_text() == "user data"
+    assert rep["bytes_freed"] > 3000
+
+
+def test_datastores_shared_by_removed_jobs_only_go(cli, stores):
+    env = {"DTRAIN_HOME": str(stores)}
+    ds = stores / "datastores" / "wbs"
+    r = cli("clean", "--older-than", "0s", "--datastores", env=env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == sorted([
+        "done", "young", f"{ds / 'dtrain' / 'done' / 'checkpoints'}\t3.0 kB", f"{ds / 'shared' / 'ckpt'}\t3.0 kB"])
+    assert "removed 2 job folder(s) and 2 datastore folder(s)" in r.stderr
+    assert sorted(p.name for p in ds.iterdir()) == ["data", "dtrain", "mine.txt"]
+    assert (ds / "data" / "part1" / "ckpt.pt").is_file()                 # reader reads the folder around it
+    assert (ds / "dtrain" / "running" / "checkpoints" / "ckpt.pt").is_file()
+    assert _names(stores) == ["reader", "running"]
+
+
+def test_without_datastores_no_datastore_folder_goes(cli, stores):
+    r = cli("clean", "--older-than", "0s", env={"DTRAIN_HOME": str(stores)})
+    assert r.returncode == 0, r.stderr and sorted(r.stdout.split()) == ["done", "young"]
+    assert (stores / "datastores" / "wbs" / "dtrain" / "done" / "checkpoints" / "ckpt.pt").is_file()
+
+
+def test_a_remaining_job_whose_plan_is_unreadable_keeps_every_datastore_folder(cli, stores):
+    (stores / "jobs" / "running" / "plan.json").write_text("{trunc")
+    r = cli("clean", "--older-than", "0s", "--datastores", "-o", "json", env={"DTRAIN_HOME": str(stores)})
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["removed"] == ["done", "young"] and rep["datastores"] == []
+    assert any("running cannot be read" in n for n in rep["skipped"])
+    assert (stores / "datastores" / "wbs" / "dtrain" / "done" / "checkpoints" / "ckpt.pt").is_file()
+
+
+def test_datastores_never_follows_a_symlink(cli, tmp_path):
+    h = tmp_path / "home"
+    _job(h, "done", "Completed", 10)
+    outside = tmp_path / "outside"
+    (outside / "ckpt").mkdir(parents=True)
+    (outside / "ckpt" / "w.pt").write_text("w")
+    (h / "datastores" / "wbs").mkdir(parents=True)
+    (h / "datastores" / "wbs" / "link").symlink_to(outside)
+    (h / "datastores" / "wbs" / "ln2").symlink_to(outside / "ckpt")
+    plan = {"output_dirs": [str(h / "datastores" / "wbs" / "link" / "ckpt"), str(h / "datastores" / "wbs" / "ln2"),
+                            str(h / "datastores" / "wbs"), str(h / "datastores"), str(tmp_path / "outside")]}
+    (h / "jobs" / "done" / "plan.json").write_text(json.dumps(plan))
+    r = cli("clean", "--older-than", "0s", "--datastores", "-o", "json", env={"DTRAIN_HOME": str(h)})
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["removed"] == ["done"] and rep["datastores"] == []
+    assert sum("is a symlink" in n for n in rep["skipped"]) == 2
+    assert (outside / "ckpt" / "w.pt").read_text() == "w"
+    assert (h / "datastores" / "wbs" / "link").is_symlink() and (h / "datastores" / "wbs" / "ln2").is_symlink()
+
+
+def test_datastores_keep_a_running_chains_folder_and_free_a_finished_ones(cli, chains):
+    env = {"DTRAIN_HOME": str(chains), "DTRAIN_RETRY_BACKOFF_S": "3600"}
+    for chain, names in {"cx": ["cx", "cx-r1"], "cz": ["cz", "cz-r1"]}.items():
+        for n in names:                          # every attempt writes the chain's one ${{name}} folder
+            _uses(chains, n, writes=[f"wbs/dtrain/{chain}/checkpoints"])
+    r = cli("clean", "--older-than", "7d", "--datastores", "-o", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    cz = chains / "datastores" / "wbs" / "dtrain" / "cz" / "checkpoints"
+    assert [(d["path"], d["jobs"]) for d in rep["datastores"]] == [(str(cz), ["cz", "cz-r1"])]
+    assert not cz.exists()
+    assert (chains / "datastores" / "wbs" / "dtrain" / "cx" / "checkpoints" / "ckpt.pt").is_file()
+
+
+def test_datastores_with_snapshots_only_is_a_usage_error(cli, stores):
+    r = cli("clean", "--older-than", "0s", "--datastores", "--snapshots-only", env={"DTRAIN_HOME": str(stores)})
+    assert r.returncode == 2 and "cannot be used together" in r.stderr and "Traceback" not in r.stderr
+    assert (stores / "jobs" / "done" / "snapshot").is_dir()
+
+
+def test_datastores_of_a_real_local_job(cli, write, dtrain_home):
+    """Through a real submit: the plan's output_dirs name the ${{name}} folder the job wrote its checkpoint in."""
+    spec = write("job.yml", "command: echo w > ${{outputs.ckpt}}/w.pt\nenvironment: azureml:x:1\ncompute: local\n"
+                 "outputs:\n  ckpt: {type: uri_folder, "
+                 "path: 'azureml://datastores/wbs/paths/dtrain/${{name}}/checkpoints'}\n")
+    r = cli("submit", spec, "--local", "--wait", "--name", "e2e", timeout=60)
+    assert r.returncode == 0, r.stderr
+    ckpt = dtrain_home / "datastores" / "wbs" / "dtrain" / "e2e" / "checkpoints"
+    assert (ckpt / "w.pt").read_text() == "w\n"
+    r = cli("clean", "--older-than", "0s", "--datastores", "--dry-run")
+    assert r.stdout.splitlines() == ["e2e", f"{ckpt.resolve()}\t2 B"], r.stderr
+    r = cli("clean", "--older-than", "0s", "--datastores")
+    assert r.returncode == 0, r.stderr
+    assert not ckpt.exists() and not (dtrain_home / "datastores" / "wbs" / "dtrain").exists()
+    assert (dtrain_home / "datastores" / "wbs").is_dir()

@@ -311,9 +311,10 @@ class Runner:
 
         return Watch(self, self._listing(local), names, experiment, tags, interval, metric)
 
-    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool):
-        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py)."""
+    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool, datastores: bool = False):
+        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py), and with
+        `datastores` the datastore folders only they wrote."""
         from .backends.local.clean import clean, parse_age
 
         return clean(self._backend(LOCAL).inner, parse_age(older_than), dry_run=dry_run,
-                     snapshots_only=snapshots_only)
+                     snapshots_only=snapshots_only, datastores=datastores)

@@ -5,7 +5,8 @@ so a Queued job whose supervisor is starting counts as running), any job of a re
 finished (chain.py: an attempt runs or the next is due), the jobs of a chain one of whose attempts ended
 less than the age ago (a chain goes as a whole), a job whose state is unreadable (its age and processes
 are unknown), a job folder (or snapshot) that is a symlink (never followed; named in report.notes), and
-$DTRAIN_HOME/datastores (shared by every job, like a real datastore). A whole job is first renamed to a
+$DTRAIN_HOME/datastores (shared by every job, like a real datastore) unless `datastores` is asked for: then
+the folders there that only removed jobs wrote go too (clean_datastores.py). A whole job is first renamed to a
 hidden name, so a reader sees the job or nothing, then deleted. `.staging-*` folders left by a submit
 that was killed mid-copy go once they are an hour old.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from ...errors import DtrainError, UsageError
 from ..base import is_terminal
+from . import clean_datastores as ds
 from .store import STATE, CorruptState, jobs_root, locked, read_state
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -43,6 +45,7 @@ class CleanReport:
     kept_running: list = field(default_factory=list)
     unreadable: list = field(default_factory=list)
     notes: list = field(default_factory=list)        # what was left alone and why (a symlinked job folder)
+    datastores: list = field(default_factory=list)   # clean_datastores.DatastoreFolder: removed with their jobs
 
 
 def _size(path: Path) -> int:
@@ -155,11 +158,17 @@ def _remove(root: Path, d: Path, older_than_s: float, now: float, report: CleanR
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only: bool = False) -> CleanReport:
+def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only: bool = False,
+          datastores: bool = False) -> CleanReport:
+    if datastores and snapshots_only:
+        raise UsageError("--datastores and --snapshots-only cannot be used together",
+                         hint="--snapshots-only keeps every job, so no datastore folder is only a removed job's")
     report = CleanReport()
     root = jobs_root(backend.home)
     if not root.is_dir():
         return report
+    # What each job uses is read before any goes (a removed job's plan goes with it).
+    before = ds.scan(root, backend.home / "datastores") if datastores else {}
     now = time.time()
     chains = _Chains(backend)
     for d in sorted(root.iterdir()):
@@ -184,4 +193,16 @@ def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only
             continue
         if hold is None:
             _remove(root, d, older_than_s, now, report, dry_run=dry_run, snapshots_only=snapshots_only)
+    if datastores:
+        _clean_datastores(backend.home, root, before, report, dry_run)
     return report
+
+
+def _clean_datastores(home: Path, root: Path, before: dict, report: CleanReport, dry_run: bool) -> None:
+    """The datastore folders of the removed jobs that no remaining job uses, judged after the jobs went
+    (so a job submitted meanwhile counts as remaining)."""
+    removed = [n for n in report.removed if not n.startswith(".")]
+    after = ds.scan(root, home / "datastores", skip=set(report.removed))
+    folders = ds.removable(before, removed, after, report.notes)
+    report.datastores = ds.sweep(home, folders, dry_run, report.notes)
+    report.bytes_freed += sum(f.bytes for f in report.datastores)
