@@ -34,6 +34,7 @@ class SubmitOptions:
     experiment_name: str | None = None
     input_paths: dict = field(default_factory=dict)   # --input NAME=PATH: local stand-ins for remote inputs
     tags: dict = field(default_factory=dict)
+    python: str | None = None               # --python: the interpreter a local job's `python` is
 
 
 @dataclass

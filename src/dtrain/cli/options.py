@@ -41,6 +41,9 @@ Allow = Annotated[Optional[List[str]], typer.Option("--allow", metavar="CODE", h
                                                     "(its code, e.g. gpu-oversubscribed) for this command: its error "
                                                     "becomes a warning, and a submitted job is tagged dtrain.allow "
                                                     "(repeatable; docs/spec.md lists the codes).")]
+Python = Annotated[Optional[str], typer.Option("--python", metavar="PATH", help="Local runs: the interpreter the "
+                                                 "command's `python` is (default: the first python on PATH, "
+                                                 "else dtrain's own environment's; DTRAIN_LOCAL_PYTHON).")]
 MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
                                                     "at most K jobs not yet ended at a time. Default: local, CPUs / "
                                                     "processes per job (at least 1); Azure, no limit.")]
@@ -109,14 +112,16 @@ def pairs(items, flag: str, bare_ok: bool = False) -> dict:
     return got
 
 
-def submit_options(name, inputs, allow=None):
-    """--name, --input and --allow as the runner takes them; a waived rule is recorded in the job's tags."""
+def submit_options(name, inputs, allow=None, python=None):
+    """--name, --input, --allow and --python as the runner takes them; a waived rule is recorded in the
+    job's tags."""
     from ..backends.base import SubmitOptions
     from ..backends.names import check_job_name
 
     check_job_name(name)
     paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
-    return SubmitOptions(name=name, input_paths=paths, tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
+    return SubmitOptions(name=name, input_paths=paths, python=python,
+                         tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
 
 
 def load(path: str, sets, allow=None):

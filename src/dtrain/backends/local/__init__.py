@@ -24,7 +24,7 @@ from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, Submi
 from ..names import generate_name
 from ..safefile import read_tail
 from . import env as _env
-from . import mlflowstore, procs
+from . import interpreter, mlflowstore, procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
@@ -76,12 +76,23 @@ class LocalBackend(Backend):
         """The plan `render --local` prints and submit runs; pure (no socket, no process, no file)."""
         return build_plan(spec, options or SubmitOptions(), self.home)
 
+    @staticmethod
+    def _check_program(plan: LocalPlan) -> None:
+        """Exit 2 before anything is written when the command's program is not on the job's PATH (a job
+        with --python has it in the job's bin folder, made below)."""
+        if plan.python_link:
+            return
+        first = plan.processes[0] if plan.processes else None
+        path = (first.env.get("PATH") if first else None) or os.environ.get("PATH", "")
+        interpreter.check_program(plan.command, path, plan.code if plan.code and os.path.isdir(plan.code) else ".")
+
     def submit(self, plan: LocalPlan) -> JobInfo:
         """Run `plan`. What only a submit can choose is chosen here, in this order: the tools it needs are
         checked (Open MPI's mpirun; exit 2 before anything is written), the name is generated when the
         plan has none, and free ports are picked and filled in. The job's plan.json is the plan with all
         of that filled in, exactly what the supervisor starts; state.json records the ports by use."""
         mpirun = check_mpirun() if plan.framework == "mpi" else None
+        self._check_program(plan)
         if not plan.is_named:
             plan = plan.named(generate_name())
         target = Path(plan.job_dir)
@@ -100,6 +111,10 @@ class LocalBackend(Backend):
                 copy_files(code, staging / "snapshot")
             else:
                 (staging / "snapshot").mkdir()
+            if plan.python_link:                  # --python: the job's bin/python (first on its PATH)
+                (staging / "bin").mkdir()
+                for n in ("python", "python3"):
+                    os.symlink(plan.python_link, staging / "bin" / n)
             for d in plan.output_dirs:
                 p = Path(d)
                 try:

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ...errors import UsageError
 from ...spec.model import JobSpec, RankSlot, is_remote_ref, layout
 from ..base import SubmitOptions
 from . import env as _env
+from . import interpreter
 from .mlflowstore import mlflow_env
 from .store import datastore_path, jobs_root, valid_name
 
@@ -87,6 +87,7 @@ class LocalPlan:
     tags: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     spec_source: str | None = None
+    python_link: str | None = None   # --python: the interpreter job_dir/bin/python links to (made at submit)
     backend: str = "local"
 
     def to_dict(self) -> dict:
@@ -101,6 +102,7 @@ class LocalPlan:
             "output_dirs": list(self.output_dirs), "timeout": self.timeout,
             "experiment_name": self.experiment_name, "display_name": self.display_name,
             "tags": dict(self.tags), "notes": list(self.notes), "spec_source": self.spec_source,
+            "python_link": self.python_link,
         }
 
     def plan_hash(self) -> str:
@@ -165,7 +167,8 @@ class LocalPlan:
         procs = [LocalProcess.from_dict(p) for p in d["processes"]]
         kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
-                                    "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source")}
+                                    "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source",
+                                    "python_link")}
         for k in ("inputs", "outputs", "tags"):
             kw[k] = kw[k] or {}
         for k in ("ports", "notes", "output_dirs"):
@@ -320,13 +323,16 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     command = _substitute(spec.command, inputs, outputs)
     experiment = options.experiment_name or spec.data.get("experiment_name")
     env = _process_env(spec, name, str(job_dir), experiment, inputs, outputs)
+    python = interpreter.choose(str(job_dir), options.python, env.get("PATH"))
+    if python.path is not None:
+        env["PATH"] = python.path
 
     slots = layout(d, nodes)   # rank, node, local rank and role of every process (spec/model.py)
     ppn = d.processes_per_node(nodes) if d else 1
     procs = _Processes(env=env, cwd=str(job_dir / "snapshot"), command=command)
     n_ports = _lay_out(procs, kind, d, slots, nodes, ppn, job_dir)
 
-    notes = _environment_notes(spec)
+    notes = _environment_notes(spec, python)
     code = _local_code(spec)
 
     return LocalPlan(
@@ -338,7 +344,7 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         experiment_name=experiment,
         display_name=spec.data.get("display_name"),
         tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
-        spec_source=str(spec.source) if spec.source else None,
+        spec_source=str(spec.source) if spec.source else None, python_link=python.link,
     )
 
 
@@ -456,14 +462,13 @@ def _lay_out_mpi(procs: _Processes, slots: list, ppn: int, job_dir: Path) -> Non
         procs.record_rank(s)
 
 
-def _environment_notes(spec: JobSpec) -> list:
-    """What the user should know runs differently here: the spec's environment is not used (no Docker)."""
+def _environment_notes(spec: JobSpec, python: "interpreter.Interpreter") -> list:
+    """What the user should know runs differently here: the spec's environment is not used (no Docker), and
+    which python the command's `python` is."""
     if not spec.environment:
-        return []
-    envname = spec.environment if isinstance(spec.environment, str) else "the inline environment"
-    py = shutil.which("python") or shutil.which("python3") or sys.executable
-    return [f"environment {envname} is not used locally (no Docker): the command runs with this "
-            f"machine's python ({py}) and PATH"]
+        return [interpreter.note(None, python)]
+    envname = spec.environment if isinstance(spec.environment, str) else "(inline)"
+    return [interpreter.note(envname, python)]
 
 
 def _local_code(spec: JobSpec) -> str | None:
