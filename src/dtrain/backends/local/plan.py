@@ -393,9 +393,8 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
 
     notes = []
     if spec.environment:
-        envname = spec.environment if isinstance(spec.environment, str) else "the inline environment"
         py = shutil.which("python") or shutil.which("python3") or sys.executable
-        notes.append(f"environment {envname} is not used locally (no Docker): the command runs with this "
+        notes.append(f"{spec.environment_label} is not used locally (no Docker): the command runs with this "
                      f"machine's python ({py}) and PATH")
 
     code_src = spec.code_path()
