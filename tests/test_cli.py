@@ -244,6 +244,23 @@ def test_submit_dry_run_of_a_local_compute_spec_is_render_local(cli, write, tmp_
     assert json.loads(dry.stdout)["backend"] == "local" and not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize("environment, named", [
+    ("{image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04}",
+     "the inline environment (image mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu22.04)"),
+    ("azureml:env@latest", "environment azureml:env@latest"),
+    ("azureml://registries/azureml/environments/acpt-pytorch-2.2-cuda12.1/versions/1",
+     "registry environment azureml://registries/azureml/environments/acpt-pytorch-2.2-cuda12.1/versions/1"),
+])
+def test_the_local_plan_names_the_environment_it_does_not_use(write, capsys, environment, named):
+    from dtrain.cli import main
+
+    p = write("job.yml", f"command: echo hi\nenvironment: {environment}\ncompute: local\n")
+    assert main(["render", str(p), "--local"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[0].startswith(f"{named} is not used locally (no Docker): the command runs here; python is ")
+    assert "environment the" not in notes[0]
+
+
 def test_submit_dry_run_refuses_flags_it_would_ignore(cli, write):
     r = cli("submit", write("job.yml", BASE), "--dry-run", "--wait")
     assert r.returncode == 2 and "--wait does nothing with --dry-run" in r.stderr and r.stdout == ""

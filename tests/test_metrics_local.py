@@ -145,3 +145,50 @@ def test_nan_and_inf_are_json_null_and_min_max_leave_nan_out(cli, write):
     for order in (pts, pts[::-1], pts[1:] + pts[:1]):
         assert summary({"loss": order})[0][2:4] == (0.5, float("inf"))
     assert json_safe({"a": [float("nan"), float("-inf"), 1.0], "b": (2, "x")}) == {"a": [None, None, 1.0], "b": [2, "x"]}
+
+
+RANKS_JOB = (
+    "command: d=${MLFLOW_TRACKING_URI#file://}/$MLFLOW_EXPERIMENT_ID/$MLFLOW_RUN_ID/metrics; "
+    "for k in loss samples_per_s{,_rank{0,1,2,10,11}}; do printf '100 1.5 0\\n101 0.5 1\\n' > $d/$k; done\n"
+    "environment: azureml:env:1\n"
+    "compute: local\n")
+NATURAL = ["loss", "samples_per_s", "samples_per_s_rank0", "samples_per_s_rank1", "samples_per_s_rank2",
+           "samples_per_s_rank10", "samples_per_s_rank11"]
+
+
+@pytest.mark.timeout(120)
+def test_per_rank_keys_in_natural_order_and_a_wrong_key_exits_2(cli, write):
+    """rank2 before rank10 in the table, JSON and CSV alike; `-k los` names no metric: exit 2, did-you-mean."""
+    spec = write("job.yml", RANKS_JOB)
+    assert cli("submit", spec, "--name", "ranks", "--wait").returncode == 0
+    j = cli("metrics", "ranks", "-o", "json")
+    assert j.returncode == 0, j.stderr
+    assert list(json.loads(j.stdout)["metrics"]) == NATURAL
+    rows = list(csv.reader(io.StringIO(cli("metrics", "ranks", "-o", "csv").stdout)))[1:]
+    assert list(dict.fromkeys(r[1] for r in rows)) == NATURAL
+    table = cli("metrics", "ranks").stdout.split("\n\n")[0].splitlines()[1:]
+    assert [ln.split()[0] for ln in table] == NATURAL
+
+    for output in ("text", "json", "csv"):
+        r = cli("metrics", "ranks", "-k", "los", "-o", output)
+        assert r.returncode == 2 and r.stdout == "", (output, r.stderr)
+        assert "ranks: no metric named 'los'" in r.stderr and "did you mean 'loss'?" in r.stderr
+        assert "ranks logged: " + ", ".join(NATURAL) in r.stderr
+    assert cli("metrics", "ranks", "-k", "loss").returncode == 0
+
+
+def test_a_wrong_key_among_good_ones_exits_2_but_a_job_without_metrics_exits_0(fake_backend, capsys):
+    from dtrain.backends.base import JobInfo
+    from dtrain.cli import main
+
+    for name in ("m", "none"):
+        fake_backend.add(JobInfo(name=name, backend="local", status="Completed"))
+    fake_backend.points["m"] = {"loss": [(0, 1.0)], "learning_rate": [(0, 0.1)]}
+    assert main(["metrics", "m", "-k", "loss", "-k", "learning_rat"]) == 2
+    err = capsys.readouterr().err
+    assert "m: no metric named 'learning_rat'" in err and "did you mean 'learning_rate'?" in err
+    assert main(["metrics", "m", "-k", "zzz"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean" not in err and "m logged: learning_rate, loss" in err
+    assert main(["metrics", "none", "-k", "loss"]) == 0                 # nothing logged: not a wrong key
+    assert "none: no metrics named loss logged" in capsys.readouterr().err

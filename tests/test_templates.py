@@ -14,10 +14,25 @@ NAMES = ["model-parallel", "mpi", "pytorch-ddp", "single-node", "tensorflow-mult
 def test_templates_lists_every_template(cli):
     r = cli("templates")
     assert r.returncode == 0
-    assert [line.split()[0] for line in r.stdout.splitlines()] == NAMES
+    assert [line.split()[0] for line in r.stdout.splitlines() if not line.startswith(" ")] == NAMES
     data = json.loads(cli("templates", "--output", "json").stdout)
     assert {d["name"] for d in data} == set(NAMES)
     assert all(d["summary"] and d["script"] for d in data)
+
+
+def test_templates_say_what_each_needs_here_beyond_dtrain(cli):
+    """The mpi template needs Open MPI's mpirun, the TensorFlow ones the tensorflow extra: said where they
+    are listed, under each template's line, and in JSON."""
+    lines = cli("templates").stdout.splitlines()
+    needs = {lines[i].split()[0]: lines[i + 1].strip() for i in range(len(lines) - 1) if lines[i + 1].startswith(" ")}
+    assert needs["mpi"] == ("needs here: the torch extra (pip install 'dtrain[torch]'); "
+                            "Open MPI's mpirun (apt-get install openmpi-bin)")
+    assert needs["tensorflow-multiworker"] == needs["tensorflow-parameter-server"] == \
+        "needs here: the tensorflow extra (pip install 'dtrain[tensorflow]')"
+    assert needs["pytorch-ddp"] == "needs here: the torch extra (pip install 'dtrain[torch]')"
+    data = {d["name"]: d["needs"] for d in json.loads(cli("templates", "--output", "json").stdout)}
+    assert data["mpi"][-1] == "Open MPI's mpirun (apt-get install openmpi-bin)"
+    assert not any("mpirun" in n for name, ns in data.items() if name != "mpi" for n in ns)
 
 
 @pytest.mark.parametrize("name", NAMES)

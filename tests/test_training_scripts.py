@@ -302,6 +302,20 @@ def test_atomic_write_never_leaves_partial_files(tmp_path, monkeypatch):
         assert [p.name for p in tmp_path.iterdir()] == ["ckpt.bin"]
 
 
+def test_step_line_stays_short_and_per_rank_throughput_goes_to_mlflow_only(monkeypatch, capsys):
+    """16 ranks (2 x 8) once printed ~490-character step lines; the per-rank rates are MLflow metrics."""
+    with scripts_on_path(monkeypatch) as imp:
+        common = imp("common")
+        logger = common.MetricLogger(enabled=True)
+        sent = []
+        logger._mlflow = type("FakeMlflow", (), {"log_metrics": staticmethod(lambda m, step: sent.append(m))})
+        ranks = {f"samples_per_s_rank{r}": 1234.5 for r in range(16)}
+        logger.log({"loss": 0.5, "lr": 0.2, "samples_per_s": 19752.0, "epoch": 0}, 10, unprinted=ranks)
+    line = capsys.readouterr().out.strip()
+    assert line == "step=10 loss=0.5000 lr=0.2000 samples_per_s=19752.0 epoch=0" and len(line) <= 120
+    assert sent == [{"loss": 0.5, "learning_rate": 0.2, "samples_per_s": 19752.0, "epoch": 0.0, **ranks}]
+
+
 @pytest.mark.slow  # imports torch
 def test_resumable_sampler_skips_consumed_samples(monkeypatch):
     with scripts_on_path(monkeypatch) as imp:
@@ -406,11 +420,19 @@ def test_pytorch_ddp_two_ranks_learns_and_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_pytorch_ddp_metrics_lines(tmp_path):
+    pytest.importorskip("mlflow")
+    store = tmp_path / "mlruns"
     out = ok(run_job(torch_env_job("pytorch_ddp.py", ["--steps", "10", "--output-dir", str(tmp_path / "c")],
-                                   world=2), tmp_path))
+                                   world=2, MLFLOW_TRACKING_URI=f"file://{store}", MLFLOW_ALLOW_FILE_STORE="true"),
+                     tmp_path))
     assert "backend=gloo" in out and "lr=0.2 (base 0.1 x 64/32)" in out  # linear scaling rule
-    assert re.search(r"^step=10 loss=\S+ lr=\S+ samples_per_s=\S+ epoch=0 samples_per_s_rank0=\S+ "
-                     r"samples_per_s_rank1=\S+$", out, re.M), out
+    # the step line carries the job's totals only; each rank prints its own throughput once, at the end
+    assert re.search(r"^step=10 loss=\S+ lr=\S+ samples_per_s=\S+ epoch=0$", out, re.M), out
+    assert len(re.findall(r"^rank=\d+ samples_per_s=", out, re.M)) == 2
+    assert "samples_per_s_rank" not in out
+    # ... and every rank's throughput is still an MLflow metric (rank 0 logs the gathered rates)
+    metrics = {p.name for p in store.glob("*/*/metrics/*")}
+    assert {"loss", "learning_rate", "samples_per_s", "samples_per_s_rank0", "samples_per_s_rank1"} <= metrics, metrics
 
 
 @pytest.mark.slow

@@ -229,6 +229,7 @@ class MetricLogger:
     The main rank (``enabled``) prints and logs the job's metrics, under the names
     dtrain shows (``lr`` is logged as ``learning_rate``); with ``rank``, every
     rank logs its own throughput as ``samples_per_s_rank<R>`` (``log_rank``).
+    Per-rank throughput is never printed per step: each rank prints its own once, at the end.
     """
 
     MLFLOW_NAMES = {"lr": "learning_rate"}
@@ -245,12 +246,16 @@ class MetricLogger:
             except Exception:  # not installed or broken: print only
                 self._mlflow = None
 
-    def log(self, metrics: Dict[str, float], step: int, prefix: str = "") -> None:
+    def log(self, metrics: Dict[str, float], step: int, prefix: str = "",
+            unprinted: Optional[Dict[str, float]] = None) -> None:
+        """Prints ``metrics`` and logs them to MLflow; ``unprinted`` goes to MLflow only
+        (per-rank throughput: 16 ranks would make a ~500-character step line)."""
         if not self.enabled:
             return
         text = " ".join(f"{k}={_fmt(v)}" for k, v in metrics.items())
         print(f"{prefix}step={step} {text}", flush=True)
-        self._send({self.MLFLOW_NAMES.get(k, k): float(v) for k, v in metrics.items()}, step)
+        sent = {**metrics, **(unprinted or {})}
+        self._send({self.MLFLOW_NAMES.get(k, k): float(v) for k, v in sent.items()}, step)
 
     def log_rank(self, samples_per_s: float, step: int) -> None:
         """This rank's own throughput, to MLflow only (every rank calls it)."""

@@ -13,8 +13,8 @@ What it shows
     (= --lr x WORLD_SIZE by default) with linear warm-up.
   * rank 0 writes atomic checkpoints every --checkpoint-every steps into
     --output-dir; every rank loads the latest one at start and resumes.
-  * metrics (loss, lr, samples/s global and per rank) printed by rank 0 and
-    logged to MLflow when MLFLOW_TRACKING_URI is set.
+  * metrics (loss, lr, samples/s of the job) printed by rank 0 and, with
+    samples/s per rank, logged to MLflow when MLFLOW_TRACKING_URI is set.
 
 How to run
   torchrun --nproc-per-node 2 training_scripts/pytorch_ddp.py --output-dir /tmp/ckpt

@@ -339,9 +339,9 @@ def train(args: argparse.Namespace, comm: Comm, script: str) -> float:
                 rates = summed[1:]
                 metrics = {"loss": final_loss, "lr": scheduler.get_last_lr()[0],
                            "samples_per_s": sum(rates), "epoch": epoch}
-                if comm.world_size > 1:
-                    metrics.update({f"samples_per_s_rank{r}": v for r, v in enumerate(rates)})
-                logger.log(metrics, step)
+                # each rank's own, to MLflow only; every rank prints its total once, at the end
+                rank_rates = {f"samples_per_s_rank{r}": v for r, v in enumerate(rates)}
+                logger.log(metrics, step, unprinted=rank_rates if comm.world_size > 1 else None)
                 logger.log_rank(rate, step)
                 if step == start_step + 1 and comm.is_main:
                     print(f"first_loss={final_loss:.6f} step={step}", flush=True)

@@ -7,6 +7,7 @@ The text plot is drawn here as plain characters (one `*` per cell a point falls 
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 import re
@@ -16,6 +17,35 @@ from .backends.base import MetricPoint
 CSV_HEADER = ("job", "key", "step", "value", "timestamp")
 _PER_RANK = re.compile(r"_rank\d+$")
 THROUGHPUT = "samples_per_s"
+
+
+def natural_key(key: str) -> list:
+    """Sort key that compares digit runs as numbers: samples_per_s_rank2 before samples_per_s_rank10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", key)]
+
+
+def ordered(metrics: dict) -> list[tuple]:
+    """metrics.items() in natural key order: the one order of the table, JSON and CSV."""
+    return sorted(metrics.items(), key=lambda kv: natural_key(kv[0]))
+
+
+def unknown_keys(keys, points: dict, every: dict) -> tuple[list[str], list[str]] | None:
+    """For `metrics --key`: (the keys asked for with no point in `points`, every key the job logged, in
+    natural order; `every` is all its metrics) when it logged others; None when every key was found or
+    the job logged none at all (that is "no metrics", not a wrong key)."""
+    logged = [k for k, pts in ordered(every) if pts]
+    missing = [k for k in dict.fromkeys(keys or ()) if not points.get(k)]
+    return (missing, logged) if missing and logged else None
+
+
+def unknown_keys_message(name: str, missing: list[str], logged: list[str]) -> tuple[str, str]:
+    """(message, hint) for keys a job never logged: a did-you-mean for each, then the keys that exist."""
+    what = ", ".join(f"'{k}'" for k in missing)
+    close = [m for k in missing for m in difflib.get_close_matches(k, logged, n=1, cutoff=0.6)]
+    shown = ", ".join(logged[:12]) + (f", ... ({len(logged)} in all)" if len(logged) > 12 else "")
+    hint = (f"did you mean {' or '.join(repr(c) for c in dict.fromkeys(close))}? " if close else "") \
+        + f"{name} logged: {shown}"
+    return f"{name}: no metric named {what}", hint
 
 
 def json_safe(obj):
@@ -34,7 +64,7 @@ def json_safe(obj):
 def to_json(job: str, metrics: dict) -> dict:
     """{"job": NAME, "metrics": {key: [{"step", "value", "timestamp"}, ...]}} (documented, stable); a NaN
     or infinite value is null (json_safe)."""
-    return json_safe({"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in sorted(metrics.items())}})
+    return json_safe({"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in ordered(metrics)}})
 
 
 def csv_text(job: str, metrics: dict, header: bool = True) -> str:
@@ -42,7 +72,7 @@ def csv_text(job: str, metrics: dict, header: bool = True) -> str:
     w = csv.writer(buf, lineterminator="\n")
     if header:
         w.writerow(CSV_HEADER)
-    for key, pts in sorted(metrics.items()):
+    for key, pts in ordered(metrics):
         for p in pts:
             w.writerow((job, key, p.step, repr(float(p.value)), p.timestamp))
     return buf.getvalue()
@@ -60,10 +90,10 @@ def fmt(v: float) -> str:
 
 
 def summary(metrics: dict) -> list[tuple]:
-    """(key, last, min, max, steps) per metric, keys sorted. min and max leave NaN out (Python's min and
+    """(key, last, min, max, steps) per metric, keys in natural order. min and max leave NaN out (Python's min and
     max over NaN depend on the order); they are NaN only when every value is (nan_counts says how many)."""
     rows = []
-    for key, pts in sorted(metrics.items()):
+    for key, pts in ordered(metrics):
         if not pts:
             continue
         vals = [p.value for p in pts if p.value == p.value] or [math.nan]
@@ -73,13 +103,13 @@ def summary(metrics: dict) -> list[tuple]:
 
 def nan_counts(metrics: dict) -> dict:
     """key -> how many NaN values it has (keys without any left out)."""
-    out = {k: sum(1 for p in pts if p.value != p.value) for k, pts in sorted(metrics.items())}
+    out = {k: sum(1 for p in pts if p.value != p.value) for k, pts in ordered(metrics)}
     return {k: n for k, n in out.items() if n}
 
 
 def final_values(metrics: dict) -> dict:
     """key -> the last point (highest step) of each metric."""
-    return {k: pts[-1] for k, pts in sorted(metrics.items()) if pts}
+    return {k: pts[-1] for k, pts in ordered(metrics) if pts}
 
 
 def final_line(metrics: dict) -> str | None:
@@ -128,7 +158,7 @@ def render_text(job: str, metrics: dict, keys=None, width: int = 80) -> str:
         out.append(f"({key}: {n} NaN value{'s' if n != 1 else ''} left out of min and max)")
     chosen = list(keys) if keys else [k for k in ("loss", THROUGHPUT, "learning_rate") if k in metrics]
     if not chosen:
-        chosen = [k for k in sorted(metrics) if not _PER_RANK.search(k)][:3]
+        chosen = [k for k in sorted(metrics, key=natural_key) if not _PER_RANK.search(k)][:3]
     plot_w = max(20, min(width, 100) - 14)
     for key in chosen:
         if metrics.get(key):

@@ -41,11 +41,25 @@ class Template:
     nodes: int
     processes_per_node: int
     framework: str
+    needs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"name": self.name, "summary": self.summary, "script": self.script, "framework": self.framework,
                 "instance_type": self.instance_type, "nodes": self.nodes,
-                "processes_per_node": self.processes_per_node, "path": str(self.path)}
+                "processes_per_node": self.processes_per_node, "needs": list(self.needs), "path": str(self.path)}
+
+
+# What a template's job needs on this machine beyond dtrain itself, from the helper module its script imports
+# and its distribution: without it the script exits 2 (an extra) or the local launch is refused (mpirun).
+_EXTRA_OF_MODULE = {"torch_common.py": "the torch extra (pip install 'dtrain[torch]')",
+                    "tf_common.py": "the tensorflow extra (pip install 'dtrain[tensorflow]')"}
+MPIRUN_NEED = "Open MPI's mpirun (apt-get install openmpi-bin)"
+
+
+def _needs(script: str | None, framework: str) -> tuple[str, ...]:
+    files = {p.name for p in script_files(script)} if script else set()
+    needs = [extra for module, extra in _EXTRA_OF_MODULE.items() if module in files]
+    return tuple(needs + ([MPIRUN_NEED] if framework == "mpi" else []))
 
 
 def _field(text: str, key: str):
@@ -65,11 +79,12 @@ def _load(path: Path) -> Template:
         dm = re.search(r"^\s+type:\s*(\w+)", block, re.M)
         dist_type = dm.group(1).lower() if dm else dist
     ppn = _field(text, "process_count_per_instance")
+    framework = dist_type or "none"
     return Template(
         name=path.stem, summary=m.group(1).strip() if m else "", path=path,
         script=script.group(1) if script else None, instance_type=_field(text, "instance_type"),
         nodes=int(_field(text, "instance_count") or 1), processes_per_node=int(ppn) if ppn else 1,
-        framework=dist_type or "none")
+        framework=framework, needs=_needs(script.group(1) if script else None, framework))
 
 
 def all_templates() -> list[Template]:

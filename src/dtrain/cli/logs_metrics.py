@@ -57,7 +57,8 @@ def metrics(
     workspace_: WorkspaceName = None,
 ):
     """Show the metrics a job logged through MLflow (loss, learning rate, samples/s, ...): last, min, max
-    and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none)."""
+    and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none); exit 2
+    when --key names a metric the job did not log while it logged others."""
     from ..metrics_view import csv_text, render_text, to_json
     from ..output import err, out, out_json, shown
 
@@ -65,11 +66,13 @@ def metrics(
     useless("--interval", interval is not None and not follow, "only applies with --follow")
     check_positive("--interval", interval, "a positive number of seconds")
     ws = workspace(subscription, resource_group, workspace_, local)
-    keys = list(key) if key else None
+    keys, r = (list(key) if key else None), runner(ws)
     if not follow:
-        points = runner(ws).metrics(name, keys=keys, local=local)
+        points = r.metrics(name, keys=keys, local=local)
     else:
-        points = _follow(runner(ws), name, keys, local, output, interval or 2.0)
+        points = _follow(r, name, keys, local, output, interval or 2.0)
+    if keys and not all(points.get(k) for k in keys):
+        _refuse_unknown_keys(r, name, keys, points, local)
     if not any(points.values()):
         err(f"{name}: no metrics" + (f" named {', '.join(keys)}" if keys else "") + " logged"
             + (" (scripts log them with mlflow.log_metric; docs/monitoring.md)" if not keys else ""))
@@ -96,6 +99,17 @@ def _one_job(r, name: str, member, local: bool) -> str:
                          f"--member {member}: {name} has jobs 0..{len(jobs) - 1}",
                          hint=f"pick one with --member K ({listing})")
     return jobs[member]
+
+
+def _refuse_unknown_keys(r, name, keys, points, local) -> None:
+    """A --key the job never logged, while it logged others, is a wrong key (exit 2): say which exist."""
+    from ..errors import UsageError
+    from ..metrics_view import unknown_keys, unknown_keys_message
+
+    found = unknown_keys(keys, points, r.metrics(name, local=local))
+    if found:
+        message, hint = unknown_keys_message(name, *found)
+        raise UsageError(message, hint=hint)
 
 
 def _width() -> int:

@@ -12,7 +12,8 @@ from .options import Output, check_output, emit
 
 @app.command()
 def templates(output: Output = "text"):
-    """List the job templates, one line each."""
+    """List the job templates, one line each, and under it what its job needs on this machine beyond dtrain
+    (an extra to pip install; Open MPI's mpirun for mpi)."""
     from .. import templates as t
     from ..output import out
 
@@ -25,6 +26,8 @@ def templates(output: Output = "text"):
     for x in ts:
         shape = f"{x.nodes}x{x.processes_per_node}"
         out(f"{x.name.ljust(width)}  {x.framework:<10} {shape:<5} {x.instance_type or '-':<26} {x.summary}")
+        if x.needs:
+            out(f"{'':{width}}  needs here: {'; '.join(x.needs)}")
 
 
 @app.command()

@@ -123,6 +123,18 @@ class JobSpec:
         return self.data.get("environment")
 
     @property
+    def environment_label(self) -> str:
+        """The environment as a sentence names it: "the inline environment (image X)", "registry environment
+        azureml://registries/...", "environment azureml:env@latest"."""
+        env = self.environment
+        if isinstance(env, dict):
+            image = env.get("image")
+            return "the inline environment" + (f" (image {image})" if image else "")
+        if str(env).lower().startswith("azureml://registries/"):
+            return f"registry environment {env}"
+        return f"environment {env}"
+
+    @property
     def environment_variables(self) -> dict:
         return {str(k): "" if v is None else _literal_str(v)
                 for k, v in (self.data.get("environment_variables") or {}).items()}

@@ -61,12 +61,12 @@ def _prepend(folder: str, path: str) -> str:
     return os.pathsep.join([folder] + [p for p in path.split(os.pathsep) if p and p != folder])
 
 
-def note(envname: str | None, it: Interpreter) -> str:
-    """The plan's note: what runs in place of the spec's environment."""
+def note(environment: str | None, it: Interpreter) -> str:
+    """The plan's note: what runs in place of the spec's environment (JobSpec.environment_label)."""
     where = f"python is {it.python} ({it.why})" if it.python else it.why
-    if envname:
-        return f"the environment {envname} is not used locally (no Docker): the command runs here, {where}"
-    return f"the command runs here, {where}"
+    if environment:
+        return f"{environment} is not used locally (no Docker): the command runs here; {where}"
+    return f"the command runs here; {where}"
 
 
 def program(command: str) -> str | None:

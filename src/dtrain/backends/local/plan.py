@@ -465,10 +465,7 @@ def _lay_out_mpi(procs: _Processes, slots: list, ppn: int, job_dir: Path) -> Non
 def _environment_notes(spec: JobSpec, python: "interpreter.Interpreter") -> list:
     """What the user should know runs differently here: the spec's environment is not used (no Docker), and
     which python the command's `python` is."""
-    if not spec.environment:
-        return [interpreter.note(None, python)]
-    envname = spec.environment if isinstance(spec.environment, str) else "(inline)"
-    return [interpreter.note(envname, python)]
+    return [interpreter.note(spec.environment_label if spec.environment else None, python)]
 
 
 def _local_code(spec: JobSpec) -> str | None:
