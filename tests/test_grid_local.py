@@ -128,7 +128,9 @@ def test_scale_reports_the_throughput_the_jobs_logged(cli, tmp_path):
     assert [(row["nodes"], row["processes"]) for row in doc["rows"]] == [(1, 1), (2, 2)]
     for row in doc["rows"]:
         assert row["status"] == "Completed" and row["last_step"] == 40
-        assert row["throughput"] > 0 and 0 < row["efficiency"] <= 1.5
+        # throughput and efficiency are measured values: how good they are is benchmarks' business
+        # (benchmarks/, docs/benchmarks.md), not a functional test's, whose machine may be loaded
+        assert row["throughput"] > 0 and row["efficiency"] > 0
         # the mean is over what the job itself logged, as `dtrain metrics` reads it back
         m = json.loads(cli("metrics", row["job"], "--local", "--key", "samples_per_s", "--output", "json",
                            cwd=tmp_path).stdout)
