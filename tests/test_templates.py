@@ -1,12 +1,15 @@
 """Templates and `dtrain init`: every template validates, scaffolds, and runs to completion locally."""
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 import yaml
 
 from dtrain import templates as T
 
+STUB = Path(__file__).resolve().parent / "stubs" / "train_stub.py"
 NAMES = ["model-parallel", "mpi", "pytorch-ddp", "single-node", "tensorflow-multiworker",
          "tensorflow-parameter-server"]
 
@@ -142,20 +145,33 @@ def test_scaffold_runs_locally_unchanged(cli, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
 
 
+def stub_code(tmp_path, script: str):
+    """A code folder whose `script` is tests/stubs/train_stub.py: the template's command line, outputs and
+    distribution as shipped, without training (that is tests/test_training_scripts.py's)."""
+    code = tmp_path / "stub-code"
+    code.mkdir(exist_ok=True)
+    shutil.copy(STUB, code / script)
+    return code
+
+
 @pytest.mark.slow
 def test_a_new_job_resumes_from_the_last_checkpoint(cli, tmp_path):
     """Stop after a checkpoint, submit again with the same checkpoint output: training continues from
-    that step. The output is a fixed datastore path, which local jobs share as Azure jobs do."""
+    that step. The output is a fixed datastore path, which local jobs share as Azure jobs do. The
+    template's script is the stub (its own resumption: test_training_scripts.py)."""
     env = {"DTRAIN_HOME": str(tmp_path / "home")}
     template = T.TEMPLATES_DIR / "model-parallel.yml"
     ckpt = "outputs.checkpoints.path=azureml://datastores/workspaceblobstore/paths/ckpt/run1"
-    first = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=1",
-                env=env, timeout=600)
+    code = f"code={stub_code(tmp_path, 'model_parallel.py')}"
+    first = cli("submit", template, "--local", "--wait", "--set", code, "--set", ckpt, "--set", "inputs.epochs=1",
+                env=env, timeout=120)
     assert first.returncode == 0, first.stderr[-2000:]
     steps_1 = int(re.findall(r"final_loss=\S+ step=(\d+)", first.stdout)[-1])
-    assert (tmp_path / "home" / "datastores" / "workspaceblobstore" / "ckpt" / "run1").is_dir()
-    second = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=2",
-                 env=env, timeout=600)
+    assert steps_1 == 32                                  # 2048 samples / 64 a batch
+    saved = tmp_path / "home" / "datastores" / "workspaceblobstore" / "ckpt" / "run1"
+    assert (saved / f"ckpt_step{steps_1}").is_file()
+    second = cli("submit", template, "--local", "--wait", "--set", code, "--set", ckpt, "--set", "inputs.epochs=2",
+                 env=env, timeout=120)
     assert second.returncode == 0, second.stderr[-2000:]
     assert re.search(rf"resumed from step {steps_1}\b", second.stdout), second.stdout[-2000:]
     steps_2 = int(re.findall(r"final_loss=\S+ step=(\d+)", second.stdout)[-1])
