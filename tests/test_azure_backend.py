@@ -246,6 +246,7 @@ def test_submit_wait_exit_codes_and_every_line_once(emu, project):
     assert "(timed out: limits.timeout)" in results["timeout"].stderr
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator
 def test_status_list_logs_cancel_and_wait(emu, project):
     env = emu_env(emu, project)
     emu.script_job_statuses(["Queued", "Running", "Completed"], 0.3, job="done")

@@ -116,6 +116,7 @@ def test_without_wait_it_prints_the_names(cli, project):
     assert w.returncode == 0, w.stderr
 
 
+@pytest.mark.timeout(300)  # two real DDP jobs, allowed 240 s
 def test_scale_reports_the_throughput_the_jobs_logged(cli, tmp_path):
     """The shipped PyTorch DDP template, 1 process per node, at 1 and 2 nodes, 40 steps each."""
     env = {"PATH": os.environ["PATH"]}

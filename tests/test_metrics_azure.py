@@ -129,6 +129,7 @@ def test_incremental_reads_under_faults_lose_and_repeat_nothing(emu, tmp_path, m
     assert len(emu.requests_to(r"/mlflow/")) == before + 1        # nothing new: one runs/get
 
 
+@pytest.mark.timeout(240)  # 50 jobs through the emulator
 def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
     env = env_for(emu, tmp_path)
     names = [f"w{i}" for i in range(50)]

@@ -125,6 +125,7 @@ def test_the_local_backend_refuses_other_platforms_with_exit_2(mode, project):
 
 @pytest.mark.sdk
 @pytest.mark.slow  # submits and waits through the emulator
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator
 def test_az_defaults_alone_reach_the_workspace(emu, project):
     az = project / "az"
     az.mkdir()

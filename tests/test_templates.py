@@ -128,9 +128,10 @@ def _losses(text):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.timeout(300)  # a full training run, allowed 240 s
 def test_template_runs_locally_and_learns(cli, tmp_path, name):
     env = {"DTRAIN_HOME": str(tmp_path / "home")}
-    r = cli("submit", T.TEMPLATES_DIR / f"{name}.yml", "--local", "--wait", env=env, timeout=600)
+    r = cli("submit", T.TEMPLATES_DIR / f"{name}.yml", "--local", "--wait", env=env, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     first, final = _losses(r.stdout)
     assert first is not None and final is not None, r.stdout[-2000:]
@@ -139,10 +140,14 @@ def test_template_runs_locally_and_learns(cli, tmp_path, name):
 
 @pytest.mark.slow
 def test_scaffold_runs_locally_unchanged(cli, tmp_path):
+    """The scaffold's own copy of the scripts runs (5 steps: that the template learns is
+    test_template_runs_locally_and_learns[model-parallel])."""
     d = tmp_path / "proj"
     assert cli("init", d, "-t", "model-parallel").returncode == 0
-    r = cli("submit", d / "job.yml", "--local", "--wait", env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=600)
+    r = cli("submit", d / "job.yml", "--local", "--wait", "--set", "inputs.steps=5",
+            env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=100)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert re.search(r"final_loss=\S+ step=5\b", r.stdout), r.stdout[-2000:]
 
 
 def stub_code(tmp_path, script: str):
