@@ -169,7 +169,7 @@ def test_lowest_allowed_versions_pass_the_offline_and_emulator_tests(tmp_path):
     # fast tests of the code that calls the other dependencies directly (LOWEST_VERSIONS_TESTS). The
     # training scripts need torch and TensorFlow, not dtrain's ranges.
     r = run([str(python), "-m", "pytest", "-q", "-m", "not slow or sdk", "-p", "no:cacheprovider", "-n", "2",
-             *LOWEST_VERSIONS_TESTS, *sdk_test_files()], cwd=src, env=env, timeout=600)
+             *LOWEST_VERSIONS_TESTS, *sdk_test_files()], cwd=src, env=env, timeout=780)
     assert r.returncode == 0, r.stdout[-6000:]
     assert re.search(r"\b\d+ passed\b", r.stdout), r.stdout[-2000:]
 
