@@ -53,6 +53,7 @@ def dtrain(*args, env, cwd):
                           text=True, timeout=120)
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_metrics_json_csv_text_and_exit_codes(emu, tmp_path):
     put_job(emu, "m-json")
     put_job(emu, "m-none")

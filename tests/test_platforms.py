@@ -81,6 +81,7 @@ def emulator_env(emu, tmp: Path, **extra) -> dict:
 
 @pytest.mark.sdk
 @pytest.mark.slow  # a dozen dtrain processes against the emulator
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_azure_commands_never_load_the_local_backend(emu, project):
     env = emulator_env(emu, project)
     ws = ("--subscription", emu.subscription_id, "-g", emu.resource_group, "-w", emu.workspace)
