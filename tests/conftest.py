@@ -66,6 +66,11 @@ def _hermetic_environment(monkeypatch, tmp_path, _empty_azure_config_dir):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The longest tests first (installs, then the other slow ones, then the fast tier), so that with
+    # several workers (pyproject addopts: -n) they start at once instead of ending the run alone. A
+    # stable sort: every xdist worker collects the same order, as it must.
+    items.sort(key=lambda item: 0 if item.get_closest_marker("install") else
+               1 if item.get_closest_marker("slow") else 2)
     if HAVE_CONFORMANCE:
         return
     skip = pytest.mark.skip(reason=NO_CONFORMANCE)

@@ -132,6 +132,7 @@ def test_submit_prints_name_and_sends_what_render_shows(emu, project):
     assert all(q.bearer for q in emu.requests if q.path.startswith("/subscriptions/"))
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_same_spec_same_name_follows_the_existing_job_and_a_different_spec_is_a_conflict(emu, project):
     env = emu_env(emu, project)
     emu.script_job_statuses(["Queued", "Running", "Completed"], 0.3)
@@ -158,6 +159,7 @@ def test_same_spec_same_name_follows_the_existing_job_and_a_different_spec_is_a_
     assert emu.jobs["ci-run-2"]["properties"]["codeId"] == emu.jobs["ci-run-1"]["properties"]["codeId"]
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_same_name_resubmit_against_the_real_service_shapes(emu, project):
     """The service answers with what it adds (outputs.default, _azureml.* properties, shmSize "2g",
     Tracking/Studio services, nulls): the same spec under one --name is still the same job, and a
@@ -246,6 +248,7 @@ def test_submit_wait_exit_codes_and_every_line_once(emu, project):
     assert "(timed out: limits.timeout)" in results["timeout"].stderr
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator
 def test_status_list_logs_cancel_and_wait(emu, project):
     env = emu_env(emu, project)
     emu.script_job_statuses(["Queued", "Running", "Completed"], 0.3, job="done")

@@ -35,6 +35,7 @@ def accepted_puts(emu) -> list[str]:
     return [name for name, _ in emu.job_puts]
 
 
+@pytest.mark.timeout(240)  # a grid through the emulator, allowed 180 s
 def test_throttled_job_puts_slow_the_grid_and_each_job_is_submitted_once(emu, project):
     # every one of the first 6 job PUTs answers 429 Retry-After: 1; azure-core waits and asks again
     fault = emu.throttle(JOB_PUT, retry_after=1, method="PUT", count=6)
@@ -62,6 +63,7 @@ def test_throttled_job_puts_slow_the_grid_and_each_job_is_submitted_once(emu, pr
     assert again.stderr.count("already exists with this spec") == 4
 
 
+@pytest.mark.timeout(240)  # a grid through the emulator, allowed 180 s
 def test_throttling_past_the_sdks_retries_is_waited_out_by_the_grid(emu, project):
     """azure-core asks only once more (DTRAIN_AZURE_RETRIES=1) and the backend three times: 7 throttled
     PUTs in a row outlast both, and the grid waits and submits again under the same name."""

@@ -26,7 +26,7 @@ def test_an_unrelated_python_first_on_path_does_not_reach_the_tests(tmp_path):
     path = [str(fake)] + [p for p in os.environ["PATH"].split(os.pathsep) if p != here]
     env = dict(os.environ, PATH=os.pathsep.join(path))
     assert subprocess.run(["python"], env=env, capture_output=True, timeout=60).returncode == 97
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
                         f"{__file__}::test_python_on_path_is_the_interpreter_running_the_tests"],
-                       env=env, capture_output=True, text=True, timeout=300, cwd=os.path.dirname(__file__))
+                       env=env, capture_output=True, text=True, timeout=100, cwd=os.path.dirname(__file__))
     assert r.returncode == 0, r.stdout[-2000:]

@@ -173,6 +173,7 @@ print(f"task={task['type']}:{task['index']} replicas={strategy.num_replicas_in_s
 """
 
 
+@pytest.mark.timeout(240)  # a TensorFlow job, allowed 180 s
 def test_tensorflow_multi_worker_mirrored(tmp_path, dtrain_home):
     b, info = run_job(tmp_path, dist_body("tensorflow", 2, command="python tfjob.py"), {"tfjob.py": TF}, "tfmw",
                       timeout=180)

@@ -150,6 +150,7 @@ def test_local_file_tail_reads_a_big_log_in_bounded_memory(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # writes and reads back a big log
 def test_dtrain_logs_on_a_big_log_holds_memory_flat(tmp_path):
     """A whole `dtrain logs` process over a 120 MB log: its peak RSS stays far under the log's size
     (it was about 5x the log before streaming was bounded)."""

@@ -53,6 +53,7 @@ def dtrain(*args, env, cwd):
                           text=True, timeout=120)
 
 
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_metrics_json_csv_text_and_exit_codes(emu, tmp_path):
     put_job(emu, "m-json")
     put_job(emu, "m-none")
@@ -129,6 +130,7 @@ def test_incremental_reads_under_faults_lose_and_repeat_nothing(emu, tmp_path, m
     assert len(emu.requests_to(r"/mlflow/")) == before + 1        # nothing new: one runs/get
 
 
+@pytest.mark.timeout(240)  # 50 jobs through the emulator
 def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
     env = env_for(emu, tmp_path)
     names = [f"w{i}" for i in range(50)]

@@ -69,6 +69,7 @@ def test_reader_reads_only_complete_new_lines(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)  # two 2x2 jobs, each `submit --wait` allowed 180 s
 def test_local_2x2_job_metrics_json_csv_text(cli, write, tmp_path):
     pytest.importorskip("mlflow")
     write("src/log.py", LOG_PY)

@@ -81,6 +81,7 @@ def emulator_env(emu, tmp: Path, **extra) -> dict:
 
 @pytest.mark.sdk
 @pytest.mark.slow  # a dozen dtrain processes against the emulator
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_azure_commands_never_load_the_local_backend(emu, project):
     env = emulator_env(emu, project)
     ws = ("--subscription", emu.subscription_id, "-g", emu.resource_group, "-w", emu.workspace)
@@ -125,6 +126,7 @@ def test_the_local_backend_refuses_other_platforms_with_exit_2(mode, project):
 
 @pytest.mark.sdk
 @pytest.mark.slow  # submits and waits through the emulator
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator
 def test_az_defaults_alone_reach_the_workspace(emu, project):
     az = project / "az"
     az.mkdir()

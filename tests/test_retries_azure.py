@@ -39,6 +39,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.timeout(240)  # a chain of two jobs through the emulator, allowed 180 s
 def test_attempt_1_not_responding_attempt_2_completed_then_a_rerun_sends_nothing(emu, project):
     emu.script_job_statuses(["Queued", "Running", "NotResponding"], 0.3, job="ch", error=LOST)
     env = emu_env(emu, project, DTRAIN_RETRY_BACKOFF_S="0.1")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -213,21 +215,29 @@ def test_usage_errors(job, cli, dtrain_home):
     assert not (dtrain_home / "jobs").exists()
 
 
-def test_a_shipped_template_resumes_in_its_second_attempt(cli, dtrain_home):
+def test_a_shipped_template_resumes_in_its_second_attempt(cli, dtrain_home, tmp_path):
     """The single-node template binds its checkpoints to a ${{name}} datastore path: attempt 2 of a chain
-    loads what attempt 1 saved there (the script says `resumed from step N`)."""
+    loads what attempt 1 saved there (the script says `resumed from step N`). The template as shipped, its
+    script replaced by tests/stubs/train_stub.py (the real script's resumption: test_training_scripts.py)."""
     template = Path(__file__).resolve().parents[1] / "job_templates" / "single-node.yml"
+    code = tmp_path / "stub-code"
+    code.mkdir()
+    shutil.copy(Path(__file__).resolve().parent / "stubs" / "train_stub.py", code / "single_node.py")
     ckpts = dtrain_home / "datastores" / "workspaceblobstore" / "dtrain" / "tpl" / "checkpoints"
 
     def lose_after_the_first_checkpoint():
         _wait_until(lambda: any(ckpts.glob("ckpt_step*")), timeout=90, what="attempt 1's first checkpoint")
         os.kill(read_state(dtrain_home / "jobs" / "tpl")["supervisor"]["pid"], signal.SIGKILL)
 
+    # 10 epochs of 32 steps at 0.02 s a step: attempt 1 is still running when its first checkpoint appears
     rc, err = _submit_and_lose_a_node(template, "--local", "--retries", "1", "--wait", "--name", "tpl",
-                                      "--set", "inputs.epochs=40", "--set", "inputs.checkpoint_every=10",
-                                      timeout=300, lose=lose_after_the_first_checkpoint)
+                                      "--set", f"code={code}",
+                                      "--set", "inputs.epochs=10", "--set", "inputs.checkpoint_every=10",
+                                      timeout=120, lose=lose_after_the_first_checkpoint)
     assert rc == 0, err[-3000:]
+    assert "attempt 2 of 2 submitted: tpl-r1" in err
     logs = cli("logs", "tpl-r1").stdout
     m = [ln for ln in logs.splitlines() if "resumed from step" in ln]
     assert m and int(m[0].split("resumed from step ")[1].split()[0]) > 0, logs[-2000:]
+    assert re.search(r"final_loss=\S+ step=320$", logs, re.M), logs[-2000:]
     assert no_job_processes(LocalBackend(dtrain_home), "tpl") and no_job_processes(LocalBackend(dtrain_home), "tpl-r1")

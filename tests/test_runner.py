@@ -134,6 +134,7 @@ def test_the_python_api_submits_a_spec_and_waits_for_it(fake_backend, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.sdk
+@pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30
 def test_status_finds_an_azure_job_submitted_from_here_without_workspace_flags(tmp_path, monkeypatch, conformance_dir):
     """Through the real SDK against the emulator: submit names the workspace with flags only; status,
     logs and wait given just the job name go to that workspace (the index), not 'no workspace'."""

@@ -1,12 +1,15 @@
 """Templates and `dtrain init`: every template validates, scaffolds, and runs to completion locally."""
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 import yaml
 
 from dtrain import templates as T
 
+STUB = Path(__file__).resolve().parent / "stubs" / "train_stub.py"
 NAMES = ["model-parallel", "mpi", "pytorch-ddp", "single-node", "tensorflow-multiworker",
          "tensorflow-parameter-server"]
 
@@ -140,9 +143,10 @@ def _losses(text):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.timeout(300)  # a full training run, allowed 240 s
 def test_template_runs_locally_and_learns(cli, tmp_path, name):
     env = {"DTRAIN_HOME": str(tmp_path / "home")}
-    r = cli("submit", T.TEMPLATES_DIR / f"{name}.yml", "--local", "--wait", env=env, timeout=600)
+    r = cli("submit", T.TEMPLATES_DIR / f"{name}.yml", "--local", "--wait", env=env, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     first, final = _losses(r.stdout)
     assert first is not None and final is not None, r.stdout[-2000:]
@@ -151,26 +155,43 @@ def test_template_runs_locally_and_learns(cli, tmp_path, name):
 
 @pytest.mark.slow
 def test_scaffold_runs_locally_unchanged(cli, tmp_path):
+    """The scaffold's own copy of the scripts runs (5 steps: that the template learns is
+    test_template_runs_locally_and_learns[model-parallel])."""
     d = tmp_path / "proj"
     assert cli("init", d, "-t", "model-parallel").returncode == 0
-    r = cli("submit", d / "job.yml", "--local", "--wait", env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=600)
+    r = cli("submit", d / "job.yml", "--local", "--wait", "--set", "inputs.steps=5",
+            env={"DTRAIN_HOME": str(tmp_path / "h")}, timeout=100)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert re.search(r"final_loss=\S+ step=5\b", r.stdout), r.stdout[-2000:]
+
+
+def stub_code(tmp_path, script: str):
+    """A code folder whose `script` is tests/stubs/train_stub.py: the template's command line, outputs and
+    distribution as shipped, without training (that is tests/test_training_scripts.py's)."""
+    code = tmp_path / "stub-code"
+    code.mkdir(exist_ok=True)
+    shutil.copy(STUB, code / script)
+    return code
 
 
 @pytest.mark.slow
 def test_a_new_job_resumes_from_the_last_checkpoint(cli, tmp_path):
     """Stop after a checkpoint, submit again with the same checkpoint output: training continues from
-    that step. The output is a fixed datastore path, which local jobs share as Azure jobs do."""
+    that step. The output is a fixed datastore path, which local jobs share as Azure jobs do. The
+    template's script is the stub (its own resumption: test_training_scripts.py)."""
     env = {"DTRAIN_HOME": str(tmp_path / "home")}
     template = T.TEMPLATES_DIR / "model-parallel.yml"
     ckpt = "outputs.checkpoints.path=azureml://datastores/workspaceblobstore/paths/ckpt/run1"
-    first = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=1",
-                env=env, timeout=600)
+    code = f"code={stub_code(tmp_path, 'model_parallel.py')}"
+    first = cli("submit", template, "--local", "--wait", "--set", code, "--set", ckpt, "--set", "inputs.epochs=1",
+                env=env, timeout=120)
     assert first.returncode == 0, first.stderr[-2000:]
     steps_1 = int(re.findall(r"final_loss=\S+ step=(\d+)", first.stdout)[-1])
-    assert (tmp_path / "home" / "datastores" / "workspaceblobstore" / "ckpt" / "run1").is_dir()
-    second = cli("submit", template, "--local", "--wait", "--set", ckpt, "--set", "inputs.epochs=2",
-                 env=env, timeout=600)
+    assert steps_1 == 32                                  # 2048 samples / 64 a batch
+    saved = tmp_path / "home" / "datastores" / "workspaceblobstore" / "ckpt" / "run1"
+    assert (saved / f"ckpt_step{steps_1}").is_file()
+    second = cli("submit", template, "--local", "--wait", "--set", code, "--set", ckpt, "--set", "inputs.epochs=2",
+                 env=env, timeout=120)
     assert second.returncode == 0, second.stderr[-2000:]
     assert re.search(rf"resumed from step {steps_1}\b", second.stdout), second.stdout[-2000:]
     steps_2 = int(re.findall(r"final_loss=\S+ step=(\d+)", second.stdout)[-1])

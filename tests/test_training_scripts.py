@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "training_scripts"
 PY = sys.executable
 TIMEOUT_S = 120
+# A test that trains: up to three jobs of TIMEOUT_S each, and a minute to spare.
+TRAINS = pytest.mark.timeout(3 * TIMEOUT_S + 60)
 
 # Variables a launcher sets; scrubbed so the tests control them exactly.
 LAUNCH_VARS = re.compile(
@@ -347,6 +349,7 @@ def test_data_dir_round_trip(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 @pytest.mark.slow  # trains three times
+@TRAINS
 def test_single_node_learns_checkpoints_and_resumes_exactly(tmp_path):
     env = clean_env(MLFLOW_TRACKING_URI=f"file://{tmp_path}/mlruns")  # mlflow may be absent: must not fail
     script = str(SCRIPTS / "single_node.py")
@@ -368,6 +371,7 @@ def test_single_node_learns_checkpoints_and_resumes_exactly(tmp_path):
 
 
 @pytest.mark.slow  # trains
+@TRAINS
 def test_single_node_data_dir(tmp_path):
     import numpy as np
 
@@ -411,6 +415,7 @@ def _learn_and_resume(tmp_path, make_job, check, expect_rank_lines: Optional[int
 
 
 @pytest.mark.slow
+@TRAINS
 def test_pytorch_ddp_two_ranks_learns_and_resumes(tmp_path):
     uninterrupted, resumed = _learn_and_resume(
         tmp_path, lambda args: torch_env_job("pytorch_ddp.py", args, world=2), check_torch_checkpoints,
@@ -419,6 +424,7 @@ def test_pytorch_ddp_two_ranks_learns_and_resumes(tmp_path):
 
 
 @pytest.mark.slow
+@TRAINS
 def test_pytorch_ddp_metrics_lines(tmp_path):
     pytest.importorskip("mlflow")
     store = tmp_path / "mlruns"
@@ -436,6 +442,7 @@ def test_pytorch_ddp_metrics_lines(tmp_path):
 
 
 @pytest.mark.slow
+@TRAINS
 def test_mpi_allreduce_under_mpirun_learns_and_resumes(tmp_path):
     port = free_ports(1)[0]
 
@@ -455,6 +462,7 @@ def test_mpi_allreduce_under_mpirun_learns_and_resumes(tmp_path):
 
 
 @pytest.mark.slow
+@TRAINS
 def test_model_parallel_pipeline_learns_resumes_and_matches_unsplit_model(tmp_path):
     def check(directory, step):
         for stage in (0, 1):
@@ -472,6 +480,7 @@ def test_model_parallel_pipeline_learns_resumes_and_matches_unsplit_model(tmp_pa
 
 
 @pytest.mark.slow
+@TRAINS
 def test_tf_multiworker_mirrored_learns_and_resumes(tmp_path):
     def job(args):
         ports = free_ports(2)
@@ -482,6 +491,7 @@ def test_tf_multiworker_mirrored_learns_and_resumes(tmp_path):
 
 
 @pytest.mark.slow
+@TRAINS
 def test_tf_parameter_server_azure_style_cluster(tmp_path):
     """Azure ML's worker x2 + ps x1 TF_CONFIG: worker 0 coordinates, all tasks exit 0."""
     out_dir = tmp_path / "ps"
