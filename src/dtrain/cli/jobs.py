@@ -1,4 +1,4 @@
-"""Commands over submitted jobs, by name: status, cancel, list, clean."""
+"""Commands over submitted jobs, by name: status, cancel, list."""
 from __future__ import annotations
 
 import sys
@@ -24,15 +24,10 @@ def status(
 ):
     """Show jobs' status: each NAME a job, a retry chain or a grid (--matrix --name G: its jobs), and every job
     --tag lists. Exit 0 whatever the status; errors only when a job cannot be read."""
-    ws = workspace(subscription, resource_group, workspace_, local)
-    check_output(output)
-    r = runner(ws)
-    jobs = _jobs(r, names, tag, local)
-    infos = [r.status(n, local=local) for n in jobs]
-    if output != "text":
-        return emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else
-                    [i.to_dict() for i in infos], output)
-    for info in infos:
+    from ..runner import Runner
+
+    for info in _each(Runner.status, names, tag, output, local, workspace(subscription, resource_group, workspace_,
+                                                                          local)):
         show.info(info, output)
         show.attempts(info)
         if info.ports and not info.terminal:          # where a running local job listens (debugging)
@@ -53,16 +48,25 @@ def cancel(
 ):
     """Cancel jobs (each NAME a job, a retry chain or a grid; and every job --tag lists): every process of
     each is stopped."""
-    ws = workspace(subscription, resource_group, workspace_, local)
+    from ..runner import Runner
+
+    for info in _each(Runner.cancel, names, tag, output, local, workspace(subscription, resource_group, workspace_,
+                                                                          local)):
+        show.info(info, output)
+
+
+def _each(act, names, tag, output: str, local: bool, ws) -> list:
+    """act (Runner.status or Runner.cancel) on every job NAMEs and --tag stand for; with -o json/jsonl the
+    JSON is printed here (one object for one job named as such, else a list) and nothing is left to print."""
     check_output(output)
     r = runner(ws)
     jobs = _jobs(r, names, tag, local)
-    infos = [r.cancel(n, local=local) for n in jobs]
-    if output != "text":
-        return emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else
-                    [i.to_dict() for i in infos], output)
-    for info in infos:
-        show.info(info, output)
+    infos = [act(r, n, local=local) for n in jobs]
+    if output == "text":
+        return infos
+    emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else [i.to_dict() for i in infos],
+         output)
+    return []
 
 
 def _jobs(r, names, tag, local: bool) -> list[str]:
@@ -110,48 +114,3 @@ def list_(
             + (f"\t{attempt_label(c)}" if c else ""))
         if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
             err(f"warning: {i.name}: {shown(i.failure.message)}")
-
-
-@app.command()
-def clean(
-    older_than: str = typer.Option(..., "--older-than", metavar="AGE",
-                                   help="Only jobs that ended longer ago than this (7d, 12h, 30m, 90s)."),
-    snapshots_only: bool = typer.Option(False, "--snapshots-only",
-                                        help="Remove only the code snapshots; keep state, logs and outputs."),
-    datastores: bool = typer.Option(False, "--datastores",
-                                    help="Also remove the $DTRAIN_HOME/datastores folders (checkpoints) that only "
-                                         "the removed jobs wrote; a folder a remaining job uses stays."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be removed; remove nothing."),
-    output: Output = "text",
-):
-    """Remove finished local jobs (running jobs are never touched; $DTRAIN_HOME/datastores only with --datastores)."""
-    from ..output import err, note, out, out_json, shown
-
-    check_output(output)
-    report = runner().clean(older_than, dry_run=dry_run, snapshots_only=snapshots_only, datastores=datastores)
-    stores = [{"path": f.path, "bytes": f.bytes, "jobs": f.jobs} for f in report.datastores]
-    if output == "json":
-        return out_json({"removed": report.removed, "bytes_freed": report.bytes_freed, "dry_run": dry_run,
-                         "kept_running": report.kept_running, "unreadable": report.unreadable,
-                         "skipped": report.notes, **({"datastores": stores} if datastores else {})})
-    for name in report.removed:
-        out(name)
-    for f in report.datastores:
-        out(f"{shown(f.path, sys.stdout)}\t{_size(f.bytes)}")     # a path from a spec: escaped on a terminal
-    verb = "would remove" if dry_run else "removed"
-    what = "snapshots of " if snapshots_only else ""
-    err(f"{verb} {what}{len(report.removed)} job folder(s)"
-        + (f" and {len(report.datastores)} datastore folder(s)" if datastores else "")
-        + f", {report.bytes_freed / 1e6:.1f} MB"
-        + (f"; {len(report.kept_running)} running job(s) left alone" if report.kept_running else "")
-        + (f"; {len(report.unreadable)} unreadable job(s) left alone: {', '.join(report.unreadable)}"
-           if report.unreadable else ""))
-    for n in report.notes:
-        note(n)
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"

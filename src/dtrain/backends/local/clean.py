@@ -24,7 +24,7 @@ from pathlib import Path
 from ...errors import DtrainError, UsageError
 from ..base import is_terminal
 from . import clean_datastores as ds
-from .store import STATE, CorruptState, jobs_root, locked, read_state
+from .store import STATE, CorruptState, jobs_root, locked, read_state, tree_size
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 STAGING_GRACE_S = 3600
@@ -46,17 +46,6 @@ class CleanReport:
     unreadable: list = field(default_factory=list)
     notes: list = field(default_factory=list)        # what was left alone and why (a symlinked job folder)
     datastores: list = field(default_factory=list)   # clean_datastores.DatastoreFolder: removed with their jobs
-
-
-def _size(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def _ended_at(state: dict, job_dir: Path) -> float:
@@ -124,7 +113,7 @@ def _clean_hidden(d: Path, now: float, report: CleanReport, dry_run: bool) -> No
             shutil.rmtree(d, ignore_errors=True)
     elif d.name.startswith(".staging-") and d.is_dir() and now - d.stat().st_mtime > STAGING_GRACE_S:
         report.removed.append(d.name)
-        report.bytes_freed += _size(d)
+        report.bytes_freed += tree_size(d)
         if not dry_run:
             shutil.rmtree(d, ignore_errors=True)
 
@@ -147,7 +136,7 @@ def _remove(root: Path, d: Path, older_than_s: float, now: float, report: CleanR
         if not target.exists():
             return
         report.removed.append(d.name)
-        report.bytes_freed += _size(target)
+        report.bytes_freed += tree_size(target)
         if dry_run:
             return
         if snapshots_only:

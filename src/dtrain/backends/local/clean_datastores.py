@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..safefile import NotRegularFile, open_regular
-from .store import PLAN, STATE
+from .store import PLAN, STATE, tree_size
 
 
 @dataclass
@@ -82,17 +82,6 @@ def _real_folder(path: str, ds_root: Path) -> bool:
     return True
 
 
-def _size(path: str) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):     # os.walk follows no symlinked folder
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def _prune_empty_parents(path: str, ds_root: Path) -> None:
     """The folders left empty above a removed one (dtrain/<job>/ of dtrain/<job>/checkpoints), up to the store."""
     p = Path(path).parent
@@ -140,7 +129,7 @@ def sweep(home: Path, folders: dict, dry_run: bool, notes: list) -> list:
             if os.path.lexists(p):
                 notes.append(f"{p}: it (or a folder above it) is a symlink or no folder; left alone")
             continue
-        gone.append(DatastoreFolder(p, _size(p), jobs))
+        gone.append(DatastoreFolder(p, tree_size(Path(p)), jobs))
         if not dry_run:
             shutil.rmtree(p, ignore_errors=True)
             _prune_empty_parents(p, ds_root)

@@ -174,3 +174,16 @@ def update_state(job_dir: Path, fn) -> dict:
         fn(state)
         atomic_write_json(Path(job_dir) / STATE, state)
         return state
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under `path` (lstat: a symlink counts as itself; os.walk follows no symlinked
+    folder), for what clean frees."""
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
