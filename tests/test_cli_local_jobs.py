@@ -281,7 +281,9 @@ def test_status_shows_the_ports_the_processes_got(cli, write, env, tmp_path):
     seen = {(job / "user_logs" / f"std_log_process_0{i}.txt").read_text().strip() for i in range(2)}
     assert seen == {f"port {port}"}                          # what both ranks got is what status shows
     text = cli("status", name, env=env)
-    assert text.stdout == f"{name}\tCompleted\n" and f"ports: MASTER_PORT={port}" in text.stderr
+    # a finished job's ports are history: `status -o json` keeps them, the text no longer repeats them on
+    # every status (issue: a user's second day; a running job's text status shows them)
+    assert text.stdout == f"{name}\tCompleted\n" and "ports:" not in text.stderr
     plan = json.loads((job / "plan.json").read_text())       # plan.json is what ran, ports filled in
     assert plan["ports"] == [port] and plan["name"] == name
     assert {p["env"]["MASTER_PORT"] for p in plan["processes"]} == {str(port)}

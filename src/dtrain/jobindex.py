@@ -17,15 +17,16 @@ from .backends.names import valid_job_name
 from .backends.settings import dtrain_home
 
 
-def _path(name: str) -> Path:
-    return dtrain_home() / "index" / f"{name}.json"
+def _path(name: str, kind: str = "") -> Path:
+    return dtrain_home() / "index" / kind / f"{name}.json"
 
 
-def record(name: str, backend: str, workspace: dict | None = None) -> None:
+def record(name: str, backend: str, workspace: dict | None = None, *, kind: str = "") -> None:
+    """kind "": a job; "groups": a grid's group (submit --matrix --name G), so that `status G` knows G."""
     if not valid_job_name(name):
         return
     entry = {"backend": backend, "workspace": {k: v for k, v in (workspace or {}).items() if v}}
-    path = _path(name)
+    path = _path(name, kind)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
@@ -38,12 +39,13 @@ def record(name: str, backend: str, workspace: dict | None = None) -> None:
                 os.unlink(tmp)
 
 
-def lookup(name: str) -> dict | None:
-    """{"backend": "azureml", "workspace": {...}} for a job recorded here, else None."""
+def lookup(name: str, *, kind: str = "") -> dict | None:
+    """{"backend": "azureml", "workspace": {...}} for a job (or with kind "groups", a grid) recorded here,
+    else None."""
     if not valid_job_name(name):
         return None
     try:
-        entry = json.loads(_path(name).read_text(encoding="utf-8"))
+        entry = json.loads(_path(name, kind).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or not isinstance(entry.get("workspace", {}), dict):

@@ -137,6 +137,9 @@ class Runner:
         where = backend.where()
         if where is not None:                 # later commands find the job without flags (jobindex)
             jobindex.record(info.name, plan.backend, where)
+        group = (getattr(plan, "tags", None) or {}).get("dtrain.group")
+        if group:                             # `status G`, `wait G`, `cancel G` know the grid G
+            jobindex.record(group, plan.backend, where, kind="groups")
         return info
 
     def _tell_notes(self, plan: Plan) -> None:
@@ -198,19 +201,39 @@ class Runner:
         is neither: JobNotFound. Each job once, in the order given."""
         from .grid import GROUP_TAG
 
+        jobs = self._existing(list(names), local)
         found: List[str] = []
         for name in names:
-            try:
-                self.status(name, local=local)
+            if name in jobs:
                 found.append(name)
-            except JobNotFound as exc:
-                group = self.list(local=local, tags={GROUP_TAG: name})
-                if not group:
-                    raise exc
-                found += sorted(i.name for i in group)
+                continue
+            entry = jobindex.lookup(name, kind="groups")        # a grid this machine submitted
+            group = self._backend(entry["backend"], entry.get("workspace")).list(tags={GROUP_TAG: name}) \
+                if entry and entry.get("backend") else []
+            if not group:
+                self.status(name, local=local)   # JobNotFound, as for any name that is nothing
+            found += sorted(i.name for i in group)
         if tags:
             found += [i.name for i in self.list(local=local, tags=tags)]
         return list(dict.fromkeys(found))
+
+    def _existing(self, names: "List[str]", local: bool) -> set:
+        """Which of these names are jobs: one status read for a lone name, else one listing per backend
+        (what following them costs anyway), never one read per name."""
+        if len(names) == 1:
+            try:
+                self.status(names[0], local=local)
+                return {names[0]}
+            except JobNotFound:
+                return set()
+        by_backend: dict = {}
+        for n in names:
+            try:
+                b = self._owner(n, local)
+            except JobNotFound:
+                continue
+            by_backend.setdefault(id(b), (b, []))[1].append(n)
+        return {i.name for b, ns in by_backend.values() for i in b.list(names=ns)}
 
     def snapshot(self, names) -> dict:
         """Current JobInfo of each name: one status() call for a lone job, one list() call per backend for

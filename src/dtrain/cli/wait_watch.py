@@ -8,8 +8,8 @@ import typer
 from .. import follow as fl
 from ..exitcodes import ExitCode
 from .app import app
-from .options import (Experiment, Local, OptionalJobNames, ResourceGroup, Subscription, Tags, WorkspaceName, check_output,
-                      check_positive, pairs, runner, useless, workspace)
+from .options import (Experiment, Local, OptionalJobNames, ResourceGroup, Subscription, Tags, WorkspaceName,
+                      check_output, check_positive, check_timeout, pairs, runner, useless, workspace)
 
 
 @app.command("wait")
@@ -30,6 +30,7 @@ def wait_(
     from .jobs import _jobs
 
     check_output(output)
+    check_timeout(timeout)                    # before any job is read
     ws = workspace(subscription, resource_group, workspace_, local)
     r = runner(ws)
     follow_jobs(r, _jobs(r, names, tag, local), output=output, timeout=timeout, stream=False)

@@ -83,6 +83,19 @@ def program(command: str) -> str | None:
     return first
 
 
+def _bash_knows(prog: str, path: str, cwd: str) -> bool:
+    """Whether bash runs `prog` itself (a builtin or keyword: exit, read, wait, ...) or finds it: asked of
+    bash, once, at submit."""
+    import subprocess
+
+    try:
+        return subprocess.run(["bash", "-c", 'command -v -- "$1" >/dev/null', "_", prog], env={"PATH": path},
+                              cwd=cwd if os.path.isdir(cwd) else None, timeout=10,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return True                               # cannot tell: let the job say it
+
+
 def check_program(command: str, path: str, cwd: str) -> None:
     """Exit 2 before N processes start when the command's program is not there: found on `path` (the job's
     PATH), or, for a relative path with a slash, in the job's code folder `cwd`."""
@@ -93,7 +106,7 @@ def check_program(command: str, path: str, cwd: str) -> None:
         full = prog if os.path.isabs(prog) else os.path.join(cwd, prog)
         if os.path.exists(full):
             return
-    elif shutil.which(prog, path=path):
+    elif shutil.which(prog, path=path) or _bash_knows(prog, path, cwd):
         return
     hint = ("activate the environment that has it, or choose one with --python PATH (or DTRAIN_LOCAL_PYTHON)"
             if prog in ("python", "python3") else "install it, or put its folder on PATH")
