@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from azure_emulator import AzureMLEmulator, fake_jwt, validate_job_body
+from azure_emulator import UNRESOLVABLE_SUFFIX, AzureMLEmulator, fake_jwt, validate_job_body
 
 # End to end through real processes and the emulator: about 2 minutes on 2 cores.
 pytestmark = [pytest.mark.slow, pytest.mark.sdk]
@@ -399,6 +399,27 @@ def test_code_upload_refused_by_storage_ends_with_what_to_check(emu, project):
     assert "Networking" in r.stderr and "nothing was submitted" in r.stderr
     assert "sig=" not in r.stderr and "Traceback" not in r.stderr
     assert job_puts(emu) == [] and emu.uploaded_files() == {}
+
+
+def test_an_input_upload_to_a_storage_host_that_does_not_resolve_fails_at_once(project, monkeypatch):
+    """A local uri_folder input goes to the datastore's account (https://ACCOUNT.blob.SUFFIX): a name that
+    does not resolve used to be retried by azure-storage for a minute and a half, then end as
+    `MlException: <colour code>`, exit 5. Now: not retried, exit 6, the input and the account named, no
+    escape code. (PYTHONPATH passes through base_env, so the subprocess runs this checkout.)"""
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    (project / "data").mkdir()
+    (project / "data" / "part-0.csv").write_text("x\n1\n")
+    spec = JOB_YML.replace("inputs:\n", "inputs:\n  training_data:\n    type: uri_folder\n    path: ./data\n")
+    (project / "job.yml").write_text(spec)
+    with AzureMLEmulator(storage_account="dtrainmissingacct", storage_suffix=UNRESOLVABLE_SUFFIX) as emu:
+        env = emu_env(emu, project, DTRAIN_STORAGE_SUFFIX=emu.storage_suffix)
+        r = dtrain("submit", "job.yml", "--name", "az1", env=env, cwd=project, timeout=120)
+    assert r.returncode == 6, r.stderr
+    assert "\x1b[" not in r.stderr and "MlException" not in r.stderr and "Traceback" not in r.stderr
+    assert "input 'training_data' (./data)" in r.stderr
+    assert "storage account 'dtrainmissingacct'" in r.stderr and f"'{emu.datastore_host}' does not resolve" in r.stderr
+    assert "nothing was submitted" in r.stderr and "hint:" in r.stderr
+    assert job_puts(emu) == []
 
 
 def test_code_upload_survives_one_dropped_connection(emu, project):

@@ -101,7 +101,7 @@ class AllowHttpOnLoopbackPolicy(HeadersPolicy):
         super().on_request(request)
 
 
-def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None) -> dict:
+def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None, storage_suffix: str = "core.windows.net") -> dict:
     """The MLClient keyword arguments that point it at a custom resource-manager ``endpoint``.
 
     MLClient(cloud=<name>, cloud_metadata={...}) registers a custom cloud whose resource_manager
@@ -119,7 +119,7 @@ def cloud_kwargs(endpoint: str, cloud_name: Optional[str] = None) -> dict:
             "resource_manager": endpoint + "/",
             "active_directory": endpoint + "/login/",
             "aml_resource_id": endpoint + "/",
-            "storage_endpoint": "core.windows.net",
+            "storage_endpoint": storage_suffix,
             "registry_discovery_endpoint": endpoint + "/",
         },
     }
@@ -132,7 +132,7 @@ def make_ml_client(emu: Any, token: Union[str, Any, None] = None, **kwargs: Any)
     from azure.ai.ml import MLClient
 
     credential = token if hasattr(token, "get_token") else StaticTokenCredential(token)
-    options = dict(cloud_kwargs(emu.url))
+    options = dict(cloud_kwargs(emu.url, storage_suffix=emu.storage_suffix))
     options["headers_policy"] = AllowHttpOnLoopbackPolicy()
     options.setdefault("show_progress", False)
     options.setdefault("enable_telemetry", False)

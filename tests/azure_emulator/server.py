@@ -36,6 +36,8 @@ RESOURCE_GROUP = "dtrain-rg"
 WORKSPACE = "dtrain-ws"
 LOCATION = "eastus"
 STORAGE_ACCOUNT = "dtrainemustorage"
+STORAGE_SUFFIX = "core.windows.net"
+UNRESOLVABLE_SUFFIX = "storage.invalid"
 DEFAULT_DATASTORE = "workspaceblobstore"
 ARTIFACT_CONTAINER = "azureml"
 BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
@@ -177,7 +179,15 @@ class AzureMLEmulator:
         lro_retry_after: float = 1,
         cancel_seconds: Optional[float] = 0.2,
         default_output: bool = True,
+        storage_account: str = STORAGE_ACCOUNT,
+        storage_suffix: str = STORAGE_SUFFIX,
     ) -> None:
+        # The datastore's account and the cloud's storage suffix: the SDK uploads local-path inputs to
+        # https://{account}.blob.{suffix}, never to the emulator. A suffix under .invalid (RFC 6761:
+        # UNRESOLVABLE_SUFFIX) names a host that never resolves, as a deleted or misspelt account does;
+        # the client must use the same suffix (dtrain: DTRAIN_STORAGE_SUFFIX; make_ml_client passes it).
+        self.storage_account = storage_account
+        self.storage_suffix = storage_suffix
         self.subscription_id = subscription_id
         self.resource_group = resource_group
         self.workspace = workspace
@@ -267,7 +277,12 @@ class AzureMLEmulator:
     @property
     def storage_url(self) -> str:
         """Path-style account URL (like Azurite): the SDK's storage client parses IP hosts so."""
-        return f"{self.url}/{STORAGE_ACCOUNT}"
+        return f"{self.url}/{self.storage_account}"
+
+    @property
+    def datastore_host(self) -> str:
+        """The host the SDK sends datastore uploads (local-path inputs) to; not served by the emulator."""
+        return f"{self.storage_account}.blob.{self.storage_suffix}"
 
     def cloud_metadata(self, name: str = "DtrainEmulator") -> Dict[str, Any]:
         """ARM cloud metadata (the shape of management.azure.com/metadata/endpoints)."""
@@ -276,7 +291,7 @@ class AzureMLEmulator:
             "portal": self.url + "/portal/",
             "resourceManager": self.url + "/",
             "authentication": {"loginEndpoint": self.url + "/login/", "audiences": [self.url + "/"]},
-            "suffixes": {"storage": "core.windows.net"},
+            "suffixes": {"storage": self.storage_suffix},
         }
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -383,12 +398,12 @@ class AzureMLEmulator:
         """Answer blob PUTs (uploads) with a storage error, as a storage firewall
         (AuthorizationFailure) or a missing Storage Blob Data Contributor role
         (AuthorizationPermissionMismatch) does; reads (HEAD/GET) still pass."""
-        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", STATUS, method="PUT", count=count, status=status,
+        return self.add_fault(rf"^/{re.escape(self.storage_account)}/", STATUS, method="PUT", count=count, status=status,
                               code=code, message=message)
 
     def reset_uploads(self, *, count: Optional[int] = 1, skip: int = 0) -> Fault:
         """Drop the connection (RST) on blob PUTs before they are stored."""
-        return self.add_fault(rf"^/{STORAGE_ACCOUNT}/", RESET, method="PUT", count=count, skip=skip)
+        return self.add_fault(rf"^/{re.escape(self.storage_account)}/", RESET, method="PUT", count=count, skip=skip)
 
     def slow(self, pattern: str, seconds: float, *, count: Optional[int] = 1, method: Optional[str] = None) -> Fault:
         """Sleep ``seconds`` before answering normally."""
@@ -526,8 +541,9 @@ class AzureMLEmulator:
 
     def dispatch(self, method: str, path: str, query: Dict[str, str], headers: Dict[str, str],
                  body: bytes) -> Tuple[int, Dict[str, str], bytes]:
-        if path.startswith(f"/{STORAGE_ACCOUNT}/") or path == f"/{STORAGE_ACCOUNT}":
-            return self._blob(method, path[len(STORAGE_ACCOUNT) + 1:], query, headers, body)
+        account = self.storage_account
+        if path.startswith(f"/{account}/") or path == f"/{account}":
+            return self._blob(method, path[len(account) + 1:], query, headers, body)
         if path == "/metadata/endpoints":
             return _json(200, [self.cloud_metadata()])
         if path.startswith("/discovery/"):
@@ -623,7 +639,7 @@ class AzureMLEmulator:
                 "workspaceId": self.workspace_id,
                 "friendlyName": self.workspace,
                 "description": "Azure ML emulator workspace",
-                "storageAccount": f"{sub_rg}/providers/Microsoft.Storage/storageAccounts/{STORAGE_ACCOUNT}",
+                "storageAccount": f"{sub_rg}/providers/Microsoft.Storage/storageAccounts/{self.storage_account}",
                 "keyVault": f"{sub_rg}/providers/Microsoft.KeyVault/vaults/dtrainemukv",
                 "applicationInsights": f"{sub_rg}/providers/microsoft.insights/components/dtrainemuai",
                 "containerRegistry": f"{sub_rg}/providers/Microsoft.ContainerRegistry/registries/dtrainemuacr",
@@ -652,9 +668,9 @@ class AzureMLEmulator:
             "type": f"{_PROVIDER}/workspaces/datastores",
             "properties": {
                 "datastoreType": "AzureBlob",
-                "accountName": STORAGE_ACCOUNT,
+                "accountName": self.storage_account,
                 "containerName": BLOB_CONTAINER,
-                "endpoint": "core.windows.net",
+                "endpoint": self.storage_suffix,
                 "protocol": "https",
                 "serviceDataAccessAuthIdentity": "WorkspaceSystemAssignedIdentity",
                 "credentials": {"credentialsType": "AccountKey", "secrets": None},
@@ -1267,7 +1283,7 @@ class _Handler(BaseHTTPRequestHandler):
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
         if "authorization" in headers:
             headers["authorization"] = "Bearer <redacted>" if token is not None else "<redacted>"
-        is_blob = path.startswith(f"/{STORAGE_ACCOUNT}/")
+        is_blob = path.startswith(f"/{emu.storage_account}/")
         ctype = headers.get("content-type", "")
         body = _parse_json(raw) if "json" in ctype or (raw[:1] in (b"{", b"[")) else None
         record = RecordedRequest(self.command, path, query, headers, token is not None, body,

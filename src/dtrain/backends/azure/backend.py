@@ -296,7 +296,7 @@ class AzureBackend(Backend):
                 if isinstance(exc, DtrainError):
                     raise
                 if is_storage_failure(exc):      # the code upload comes before the job PUT
-                    raise upload_error(exc, name) from exc
+                    raise upload_error(exc, name, _local_inputs(plan.body), plan.body.get("codeId")) from exc
                 if not _sent_to_azure(exc):
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 # A request may have been processed with its answer lost, and a retry of it refused
@@ -575,6 +575,13 @@ class AzureBackend(Backend):
 def _first_line(exc) -> str:
     text = redact(str(getattr(exc, "message", None) or exc)).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def _local_inputs(body: dict) -> dict:
+    """Input name -> path, for the inputs the SDK uploads from this machine (no scheme, no azureml: id)."""
+    inputs = body.get("inputs") or {}
+    return {k: v["uri"] for k, v in inputs.items()
+            if isinstance(v, dict) and isinstance(v.get("uri"), str) and ":" not in v["uri"]}
 
 
 def _sent_to_azure(exc) -> bool:

@@ -12,7 +12,10 @@ Nothing here imports the SDK at module import time.
 from __future__ import annotations
 
 import contextlib
+import importlib
 from typing import Callable
+
+from .unresolved import unresolved_host
 
 # The azure-ai-ml releases these internals are known to hold for; pyproject.toml declares the same range.
 SUPPORTED = ">=1.35,<1.36"
@@ -24,7 +27,18 @@ PRIVATE = (
     ("azure.ai.ml.operations._run_operations:RunOperations", "get_run_details", ("run_id",)),
     ("azure.ai.ml.entities:CommandJob", "_to_rest_object", ()),                # job_rest without _get_job
     ("azure.ai.ml._utils._asset_utils", "upload_file", None),                   # called as (*args, **kwargs)
+    ("azure.ai.ml.operations:JobOperations", "_resolve_job_input", ("entry", "base_path")),
+    ("azure.storage.blob._shared.policies:StorageRetryPolicy", "increment", ("settings", "request")),
 )
+
+# Where a request is retried: azure-core's policy (ARM calls) and azure-storage's own (datastore and code
+# uploads; each storage package carries a copy). Each `increment(settings, ..., error=...)` says whether
+# to try again.
+RETRY_POLICIES = ("azure.core.pipeline.policies:RetryPolicy",
+                  "azure.storage.blob._shared.policies:StorageRetryPolicy",
+                  "azure.storage.filedatalake._shared.policies:StorageRetryPolicy",
+                  "azure.storage.fileshare._shared.policies:StorageRetryPolicy")
+INPUT_MARK = "_dtrain_input_path"
 
 
 def job_rest(jobs, name: str):
@@ -68,3 +82,70 @@ def upload_file_failures(record: Callable[[BaseException], None]):
         yield
     finally:
         _asset_utils.upload_file = original
+
+
+@contextlib.contextmanager
+def input_upload_marks():
+    """While inside, an exception raised while the SDK resolves (uploads) a local-path job input carries
+    that input's path, as the YAML wrote it, in its attribute INPUT_MARK: the SDK's message names no input."""
+    try:
+        from azure.ai.ml.operations import JobOperations
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = JobOperations.__dict__.get("_resolve_job_input")
+    if original is None:  # pragma: no cover - another SDK layout
+        yield
+        return
+
+    def resolve(self, entry, base_path):
+        path = getattr(entry, "path", None)
+        try:
+            return original(self, entry, base_path)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                setattr(exc, INPUT_MARK, str(path))
+            raise
+
+    JobOperations._resolve_job_input = resolve
+    try:
+        yield
+    finally:
+        JobOperations._resolve_job_input = original
+
+
+def _policy(target: str):
+    """The class that defines the policy's increment (azure-core's is on RetryPolicyBase)."""
+    module, _, name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):  # that storage package is not installed, or another layout
+        return None
+    return next((c for c in cls.__mro__ if "increment" in c.__dict__), None)
+
+
+def _not_for_unresolved(original):
+    def increment(self, settings, *args, **kwargs):
+        if unresolved_host(kwargs.get("error")) is not None:
+            return False          # the name does not exist: no try will find it
+        return original(self, settings, *args, **kwargs)
+
+    return increment
+
+
+@contextlib.contextmanager
+def no_retry_on_unresolved_names():
+    """While inside, a request whose host name does not resolve (unresolved.py) fails at once instead of
+    being retried by azure-core or azure-storage (a minute and a half for a storage upload)."""
+    patched = []
+    for target in RETRY_POLICIES:
+        cls = _policy(target)
+        original = cls.__dict__["increment"] if cls is not None else None
+        if original is not None and all(cls is not done for done, _ in patched):
+            cls.increment = _not_for_unresolved(original)
+            patched.append((cls, original))
+    try:
+        yield
+    finally:
+        for cls, original in reversed(patched):
+            cls.increment = original
