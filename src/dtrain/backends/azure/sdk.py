@@ -24,6 +24,8 @@ PRIVATE = (
     ("azure.ai.ml.operations._run_operations:RunOperations", "get_run_details", ("run_id",)),
     ("azure.ai.ml.entities:CommandJob", "_to_rest_object", ()),                # job_rest without _get_job
     ("azure.ai.ml._utils._asset_utils", "upload_file", None),                   # called as (*args, **kwargs)
+    ("azure.ai.ml._restclient.runhistory.operations:RunsOperations", "modify_or_delete_tags_by_experiment_name",
+     ("subscription_id", "resource_group_name", "workspace_name", "experiment_name", "run_id", "body")),
 )
 
 
@@ -39,6 +41,13 @@ def job_rest(jobs, name: str):
 def run_details(jobs, name: str):
     """The run-history details of a job (RunDetails: status, times, error, logFiles name -> SAS URL)."""
     return jobs._runs_operations.get_run_details(name)
+
+
+def delete_tags(jobs, ws, experiment: str, name: str, keys: list) -> None:
+    """Remove tags from a job: the run history's tag PATCH with tagsToDelete (jobs.update only merges tags;
+    `ws` is dtrain's resolved workspace, whose ids the SDK's own update sends too)."""
+    jobs._runs_operations._operation.modify_or_delete_tags_by_experiment_name(
+        ws.subscription_id, ws.resource_group, ws.workspace_name, experiment, name, {"tagsToDelete": keys})
 
 
 @contextlib.contextmanager

@@ -369,9 +369,38 @@ class LocalBackend(Backend):
 
         return _info(update_state(job_dir, force), job_dir)
 
+    # --- metadata: update, archive (state.json, under its lock) -----------------------------------
+    def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
+               description: str | None = None) -> JobInfo:
+        def change(s):
+            s["tags"] = {k: v for k, v in {**(s.get("tags") or {}), **(tags or {})}.items() if k not in remove_tags}
+            if display_name is not None:
+                s["display_name"] = display_name
+            if description is not None:
+                s["description"] = description
+
+        return self._change(name, change)
+
+    def set_archived(self, name: str, archived: bool) -> JobInfo:
+        return self._change(name, lambda s: s.update(archived=archived))
+
+    def _change(self, name: str, fn) -> JobInfo:
+        """fn(state) under the job's lock, written atomically (a running supervisor's writes re-read it)."""
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            raise LostTrack(f"cannot change '{name}': {exc}", hint="its state file is unreadable") from None
+        update_state(job_dir, fn)
+        return self.status(name)
+
     # --- list ----------------------------------------------------------------------------------
+    def list_archived(self, *, only: bool, experiment: str | None = None, tags: dict | None = None,
+                      limit: int | None = None) -> list[JobInfo]:
+        return self.list(experiment=experiment, tags=tags, limit=limit, archived="only" if only else "all")
+
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None, names=None) -> list[JobInfo]:
+             limit: int | None = None, names=None, archived: str = "hide") -> list[JobInfo]:
+        """archived: "hide" (az ml's default), "all" or "only"; named jobs are found archived or not."""
         root = jobs_root(self.home)
         if not root.is_dir():
             return []
@@ -388,17 +417,23 @@ class LocalBackend(Backend):
                 if names or not (experiment or tags):   # shown as such, never silently dropped
                     corrupt.append(_unreadable(exc))
                 continue
-            if experiment and s.get("experiment_name") != experiment:
-                continue
-            if tags and any(k not in (s.get("tags") or {}) or (v is not None and str(s["tags"][k]) != str(v))
-                            for k, v in tags.items()):
-                continue
-            states.append((d, s))
+            if names or _selected(s, experiment, tags, archived):
+                states.append((d, s))
         states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
         if limit is not None:
             states = states[:limit]
         infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
         return infos[:limit] if limit is not None else infos
+
+
+def _selected(state: dict, experiment: str | None, tags: dict | None, archived: str) -> bool:
+    """Whether a listing's filters keep a job; archived: the view, "hide", "all" or "only"."""
+    if archived != "all" and bool(state.get("archived")) != (archived == "only"):
+        return False
+    if experiment and state.get("experiment_name") != experiment:
+        return False
+    st = state.get("tags") or {}
+    return not any(k not in st or (v is not None and str(st[k]) != str(v)) for k, v in (tags or {}).items())
 
 
 def _never_started(state: dict) -> bool:
@@ -462,7 +497,7 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
                    nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
                    url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
                    timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir),
-                   ports=_ports(state))
+                   ports=_ports(state), description=state.get("description"), archived=bool(state.get("archived")))
 
 
 def _ports(state: dict) -> dict:
