@@ -27,7 +27,31 @@ from .backends.base import Backend, JobInfo, Notify, Plan, SubmitOptions
 from .chain import ChainView, Policy
 from .errors import JobNotFound, UsageError
 from .spec.model import JobSpec
+from .status import JobStatus
 from .workspace import Workspace
+
+
+def parse_status(text: str) -> JobStatus:
+    """A status name as --status gives it (any case) -> JobStatus; an unknown one is a usage error."""
+    import difflib
+
+    by_lower = {s.value.lower(): s for s in JobStatus}
+    found = by_lower.get(str(text).strip().lower())
+    if found is None:
+        dym = difflib.get_close_matches(str(text).lower(), list(by_lower), n=1, cutoff=0.6)
+        raise UsageError(f"'{text}' is not a job status",
+                         hint=(f"did you mean '{by_lower[dym[0]].value}'? " if dym else "")
+                         + "statuses: " + ", ".join(s.value for s in JobStatus))
+    return found
+
+
+def _fold_chains(view: ChainView, infos: list) -> list:
+    """A listing's retry-chain attempts folded into their chain's row, as ChainView.list folds them."""
+    from .chain import CHAIN_TAG, is_chain_head
+
+    heads = {i.name for i in infos if is_chain_head(i)}
+    return [view.view(i) if i.name in heads else i for i in infos
+            if (i.tags or {}).get(CHAIN_TAG) not in heads or (i.tags or {}).get(CHAIN_TAG) == i.name]
 
 
 class Runner:
@@ -192,8 +216,53 @@ class Runner:
         return self._owner(name, local).logs(name, follow=follow, rank=rank)
 
     def list(self, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None, names=None) -> list[JobInfo]:
-        return self._listing(local).list(experiment=experiment, tags=tags, limit=limit, names=names)
+             limit: int | None = None, names=None, archived: str = "hide", statuses=()) -> list[JobInfo]:
+        """Newest first. archived: "hide" (as az ml job list), "all" (--include-archived) or "only"
+        (--archived-only). statuses: keep only jobs in these (JobStatus names, any case; read client side,
+        so the limit applies after the filter)."""
+        wanted = {parse_status(s) for s in statuses}
+        view = self._listing(local)
+        cap = None if wanted else limit
+        if archived == "hide" or names:
+            infos = view.list(experiment=experiment, tags=tags, limit=cap, names=names)
+        else:
+            infos = _fold_chains(view, view.inner.list_archived(only=archived == "only", experiment=experiment,
+                                                                tags=tags, limit=cap))
+        if wanted:
+            infos = [i for i in infos if JobStatus.parse(i.status) in wanted][:limit]
+        return infos
+
+    # --- changing a submitted job ------------------------------------------------------------------
+    def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
+               description: str | None = None, local: bool = False) -> JobInfo:
+        """Change a job's tags, display name or description (az ml job update); a retry chain's name changes
+        its first attempt, whose tags hold the chain."""
+        remove_tags = list(remove_tags or ())
+        if not (tags or remove_tags) and display_name is None and description is None:
+            raise UsageError("nothing to update", hint="give --tag K=V, --remove-tag K, --display-name or --description")
+        both = sorted(set(tags or {}) & set(remove_tags))
+        if both:
+            raise UsageError(f"tag {', '.join(both)} is both set and removed", hint="give each tag once")
+        view = self._owner(name, local)
+        view.inner.update(name, tags=dict(tags or {}), remove_tags=remove_tags, display_name=display_name,
+                          description=description)
+        return view.status(name)
+
+    def archive(self, name: str, *, local: bool = False) -> JobInfo:
+        """Hide an ended job from `list` (az ml job archive, which takes ended jobs only)."""
+        view = self._owner(name, local)
+        info = view.status(name)
+        if not info.terminal:
+            raise UsageError(f"job '{name}' is {info.status}: only a job that has ended can be archived "
+                             "(as on Azure ML)", hint=f"`dtrain cancel {name}` or `dtrain wait {name}` first")
+        view.inner.set_archived(name, True)
+        return view.status(name)
+
+    def restore(self, name: str, *, local: bool = False) -> JobInfo:
+        """Show an archived job in `list` again (az ml job restore)."""
+        view = self._owner(name, local)
+        view.inner.set_archived(name, False)
+        return view.status(name)
 
     def expand(self, names=(), *, tags: dict | None = None, local: bool = False) -> "List[str]":
         """The jobs some names stand for: a job's own name, or a grid's group name (--matrix --name G: its

@@ -206,6 +206,7 @@ class AzureMLEmulator:
         self.requests: List[RecordedRequest] = []
         self.violations: List[Dict[str, Any]] = []  # rejected job PUTs: {"name", "errors", "body"}
         self.job_puts: List[Tuple[str, Dict[str, Any]]] = []  # every accepted job PUT, in order
+        self.run_patches: List[Tuple[str, str, Any]] = []  # every run history PATCH: (run, path, body)
         self._jobs: Dict[str, JobState] = {}
         self.codes: Dict[Tuple[str, str], Dict[str, Any]] = {}
         self.environments: Dict[Tuple[str, str], Dict[str, Any]] = {}
@@ -293,6 +294,11 @@ class AzureMLEmulator:
             "authentication": {"loginEndpoint": self.url + "/login/", "audiences": [self.url + "/"]},
             "suffixes": {"storage": self.storage_suffix},
         }
+
+    def job_resource(self, name: str) -> Dict[str, Any]:
+        """The job as a GET answers it now (without moving its status on)."""
+        with self._lock:
+            return self._job_resource(self._job(name), advance=False)
 
     # -- scripting ---------------------------------------------------------------------------------
     def script_job_statuses(
@@ -557,7 +563,7 @@ class AzureMLEmulator:
         m = _HISTORY_RE.match(path)
         if m:
             self._check_scope(m)
-            return self._history(method, m.group("run"), m.group("rest") or "", query)
+            return self._history(method, m.group("run"), m.group("rest") or "", query, _parse_json(body))
         m = _ARM_WS_RE.match(path)
         if m:
             self._check_scope(m)
@@ -942,7 +948,10 @@ class AzureMLEmulator:
         return resource
 
     # -- run history ---------------------------------------------------------------------------------
-    def _history(self, method: str, run_id: str, rest: str, query: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+    def _history(self, method: str, run_id: str, rest: str, query: Dict[str, str],
+                 body: Any = None) -> Tuple[int, Dict[str, str], bytes]:
+        if method == "PATCH":
+            return self._patch_run(run_id, rest, body)
         if method != "GET":
             raise HTTPError(404, "NotFound", f"The emulator has no route for {method} runs/{run_id}{rest}")
         state = self._job(run_id)
@@ -957,6 +966,35 @@ class AzureMLEmulator:
                 details["warnings"] = []
                 return _json(200, details)
         raise HTTPError(404, "NotFound", f"The emulator has no route for GET runs/{run_id}{rest}")
+
+    def _patch_run(self, run_id: str, rest: str, body: Any) -> Tuple[int, Dict[str, str], bytes]:
+        """The run history's edits, which the SDK's jobs.update/archive/restore send (Studio's inline edits):
+        PATCH runs/{id} with a CreateRun (displayName, description, tags and properties merged, hidden = the
+        job's isArchived) and PATCH runs/{id}/tags with tagsToModify/tagsToDelete. The job resource then
+        answers with them where the REST spec puts them (properties.tags, displayName, description, isArchived)."""
+        if not isinstance(body, dict):
+            raise HTTPError(400, "UserError", "The request body must be a JSON object.")
+        state = self._job(run_id)
+        with self._lock:
+            props = state.body.setdefault("properties", {})
+            tags = dict(props.get("tags") or {})
+            if rest in ("", "/"):
+                for key, field_name in (("displayName", "displayName"), ("description", "description"),
+                                        ("hidden", "isArchived")):
+                    if body.get(key) is not None:
+                        props[field_name] = body[key]
+                tags.update(body.get("tags") or {})
+                if body.get("properties"):
+                    props["properties"] = {**(props.get("properties") or {}), **body["properties"]}
+            elif rest == "/tags":
+                tags.update(body.get("tagsToModify") or {})
+                for key in body.get("tagsToDelete") or []:
+                    tags.pop(key, None)
+            else:
+                raise HTTPError(404, "NotFound", f"The emulator has no route for PATCH runs/{run_id}{rest}")
+            props["tags"] = tags
+            self.run_patches.append((run_id, rest or "/", copy.deepcopy(body)))
+            return _json(200, self._run(state, self._status(state, advance=False)))
 
     def _run(self, state: JobState, status: str) -> Dict[str, Any]:
         run: Dict[str, Any] = {

@@ -70,6 +70,8 @@ class JobInfo:
     last_line: str | None = None          # newest log line, where a backend has it cheaply (watch)
     ports: dict | None = None             # local jobs: the ports the processes got, by use (MASTER_PORT, ...)
     chain: dict | None = None             # a retry chain shown as one job (chain.py): policy, attempts, next
+    description: str | None = None
+    archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
 
     @property
     def terminal(self) -> bool:
@@ -144,6 +146,12 @@ class PollingReader:
         return {k: v for k, v in new.items() if v}
 
 
+def _unsupported(backend: "Backend", what: str) -> Exception:
+    from ..errors import UsageError
+
+    return UsageError(f"{what} is not supported by the {backend.name or type(backend).__name__} backend")
+
+
 class Backend(ABC):
     """Where jobs run. name: the registered kind (\"local\", \"azureml\", or a test's)."""
 
@@ -178,6 +186,21 @@ class Backend(ABC):
         are seen), so watching many jobs costs one call per poll, not one per job."""
 
     # --- optional abilities, with defaults ------------------------------------------------------
+    def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
+               description: str | None = None) -> JobInfo:
+        """Change a submitted job's metadata (az ml job update): tags set (merged) and removed, display
+        name, description; None leaves a field as it is. Returns the job as it is after the change."""
+        raise _unsupported(self, "updating a job (dtrain update)")
+
+    def set_archived(self, name: str, archived: bool) -> JobInfo:
+        """Archive a job (hidden from list unless asked for) or restore it (az ml job archive/restore)."""
+        raise _unsupported(self, "archiving a job (dtrain archive/restore)")
+
+    def list_archived(self, *, only: bool, experiment: str | None = None, tags: dict | None = None,
+                      limit: int | None = None) -> List[JobInfo]:
+        """list() with archived jobs too (only: archived jobs alone); list() itself hides them."""
+        raise _unsupported(self, "listing archived jobs")
+
     def knows(self, name: str) -> bool:
         """Whether this backend holds a job of this name."""
         from ..errors import JobNotFound

@@ -1,13 +1,10 @@
-"""Commands over submitted jobs, by name: status, cancel, list."""
+"""Commands over submitted jobs, by name: status, cancel (list: listing.py; clean: clean.py)."""
 from __future__ import annotations
 
-import sys
-
-import typer
 
 from ..errors import UsageError
 from .app import app
-from .options import (Experiment, Local, OptionalJobNames, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
+from .options import (Local, OptionalJobNames, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
                       check_output, emit, pairs, runner, workspace)
 from . import show
 
@@ -83,34 +80,3 @@ def _jobs(r, names, tag, local: bool) -> list[str]:
 def _single(names, tag, jobs) -> bool:
     """One job named as such (not a grid, not a filter): its JSON is one object, as it always was."""
     return bool(names) and len(names) == 1 and not tag and jobs == list(names)
-
-
-@app.command("list")
-def list_(
-    experiment: Experiment = None,
-    tag: Tags = None,
-    limit: int = typer.Option(50, "--limit", help="At most this many jobs, newest first."),
-    local: bool = typer.Option(False, "--local", help="Local jobs only."),
-    output: Output = "text",
-    subscription: Subscription = None,
-    resource_group: ResourceGroup = None,
-    workspace_: WorkspaceName = None,
-):
-    """List jobs, newest first."""
-    from ..chain import attempt_label
-    from ..output import err, out, shown
-
-    check_output(output)
-    if limit < 1:
-        raise UsageError(f"--limit must be a positive number of jobs, not {limit}")
-    ws = workspace(subscription, resource_group, workspace_, local)
-    infos = runner(ws).list(local=local, experiment=experiment, tags=pairs(tag, "--tag", bare_ok=True), limit=limit)
-    if output != "text":
-        return emit([i.to_dict() for i in infos], output)
-    for i in infos:
-        c = i.chain                        # a retry chain's row: which attempt it is on (docs/retries.md)
-        out(f"{i.name}\t{shown(i.status, sys.stdout)}\t{i.nodes}x{i.processes_per_node}\t"
-            f"{shown(i.experiment_name or '', sys.stdout)}\t{i.created or ''}"
-            + (f"\t{attempt_label(c)}" if c else ""))
-        if i.status == "Unreadable" and i.failure:      # a local job whose state file is corrupt
-            err(f"warning: {i.name}: {shown(i.failure.message)}")

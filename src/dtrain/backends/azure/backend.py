@@ -509,15 +509,49 @@ class AzureBackend(Backend):
 
         self._retrying("cancel the job", request, job=name)
 
+    # --- metadata: update, archive ------------------------------------------------------------------
+    def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
+               description: str | None = None) -> JobInfo:
+        """What `az ml job update --set tags.k=v` ends up sending through azure-ai-ml: jobs.update (the run
+        history PATCH Studio uses; it merges tags), plus a tag PATCH with tagsToDelete for --remove-tag."""
+        info = self.status(name)                  # JobNotFound before anything is sent
+        ml, ws = self.ml, self.workspace()
+
+        def request():
+            if tags or display_name is not None or description is not None:
+                ml.jobs.update(name, display_name=display_name, description=description, tags=tags or None)
+            if remove_tags:
+                sdk.delete_tags(ml.jobs, ws, info.experiment_name or "Default", name, list(remove_tags))
+
+        self._retrying("update the job", request, job=name)   # both merge: a retry changes nothing more
+        self._final.pop(name, None)               # a terminal job's cached JobInfo has the old metadata
+        return self.status(name)
+
+    def set_archived(self, name: str, archived: bool) -> JobInfo:
+        self.status(name)
+        ml = self.ml
+        self._retrying("archive the job" if archived else "restore the job",
+                       lambda: ml.jobs.archive(name) if archived else ml.jobs.restore(name), job=name)
+        self._final.pop(name, None)
+        return self.status(name)
+
     # --- list ----------------------------------------------------------------------------------
+    def list_archived(self, *, only: bool, experiment: str | None = None, tags: dict | None = None,
+                      limit: int | None = None) -> list[JobInfo]:
+        return self.list(experiment=experiment, tags=tags, limit=limit, archived="only" if only else "all")
+
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None, names=None) -> list[JobInfo]:
+             limit: int | None = None, names=None, archived: str = "hide") -> list[JobInfo]:
         """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here.
-        With `names`, paging stops as soon as every named job has been seen."""
+        With `names`, paging stops as soon as every named job has been seen (archived or not).
+        archived: "hide" (the service's ActiveOnly, as az ml job list), "all" or "only"."""
+        from azure.ai.ml.constants import ListViewType
+
         wanted = set(names) if names else None
         ml = self.ml
         tags = dict(tags or {})
-        kwargs = {}
+        kwargs: dict = {"list_view_type": ListViewType.ALL if names or archived == "all" else
+                        ListViewType.ARCHIVED_ONLY if archived == "only" else ListViewType.ACTIVE_ONLY}
         if tags:
             k, v = next(iter(tags.items()))
             kwargs["tag"] = k if v in (None, "") else f"{k}={v}"
@@ -548,6 +582,7 @@ class AzureBackend(Backend):
             if info.terminal and info.status in ("Canceled", "Failed") and getattr(job, "limits", None) \
                     and getattr(job.limits, "timeout", None):
                 info = self._final.get(info.name) or self.status(info.name)  # once per ended job, then cached
+            info.archived = info.archived or archived == "only"   # a listed entity does not say; its view does
             infos.append(info)
         return infos
 
@@ -560,7 +595,8 @@ class AzureBackend(Backend):
         return JobInfo(name=raw.get("name"), backend=self.name, status=_status_text(props.get("status")),
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                        created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
-                       url=studio, tags=dict(props.get("tags") or {}))
+                       url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
+                       archived=bool(props.get("isArchived")))
 
     def _info_from_entity(self, job) -> JobInfo:
         nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
@@ -569,7 +605,8 @@ class AzureBackend(Backend):
         return JobInfo(name=job.name, backend=self.name, status=_status_text(job.status),
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
-                       url=getattr(job, "studio_url", None), tags=dict(job.tags or {}))
+                       url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
+                       description=getattr(job, "description", None))
 
 
 def _first_line(exc) -> str:

@@ -29,6 +29,8 @@ PRIVATE = (
     ("azure.ai.ml._utils._asset_utils", "upload_file", None),                   # called as (*args, **kwargs)
     ("azure.ai.ml.operations:JobOperations", "_resolve_job_input", ("entry", "base_path")),
     ("azure.storage.blob._shared.policies:StorageRetryPolicy", "increment", ("settings", "request")),
+    ("azure.ai.ml._restclient.runhistory.operations:RunsOperations", "modify_or_delete_tags_by_experiment_name",
+     ("subscription_id", "resource_group_name", "workspace_name", "experiment_name", "run_id", "body")),
 )
 
 # Where a request is retried: azure-core's policy (ARM calls) and azure-storage's own (datastore and code
@@ -53,6 +55,13 @@ def job_rest(jobs, name: str):
 def run_details(jobs, name: str):
     """The run-history details of a job (RunDetails: status, times, error, logFiles name -> SAS URL)."""
     return jobs._runs_operations.get_run_details(name)
+
+
+def delete_tags(jobs, ws, experiment: str, name: str, keys: list) -> None:
+    """Remove tags from a job: the run history's tag PATCH with tagsToDelete (jobs.update only merges tags;
+    `ws` is dtrain's resolved workspace, whose ids the SDK's own update sends too)."""
+    jobs._runs_operations._operation.modify_or_delete_tags_by_experiment_name(
+        ws.subscription_id, ws.resource_group, ws.workspace_name, experiment, name, {"tagsToDelete": keys})
 
 
 @contextlib.contextmanager

@@ -384,10 +384,39 @@ class LocalBackend(Backend):
 
         return _info(update_state(job_dir, force), job_dir)
 
+    # --- metadata: update, archive (state.json, under its lock) -----------------------------------
+    def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
+               description: str | None = None) -> JobInfo:
+        def change(s):
+            s["tags"] = {k: v for k, v in {**(s.get("tags") or {}), **(tags or {})}.items() if k not in remove_tags}
+            if display_name is not None:
+                s["display_name"] = display_name
+            if description is not None:
+                s["description"] = description
+
+        return self._change(name, change)
+
+    def set_archived(self, name: str, archived: bool) -> JobInfo:
+        return self._change(name, lambda s: s.update(archived=archived))
+
+    def _change(self, name: str, fn) -> JobInfo:
+        """fn(state) under the job's lock, written atomically (a running supervisor's writes re-read it)."""
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            raise LostTrack(f"cannot change '{name}': {exc}", hint="its state file is unreadable") from None
+        update_state(job_dir, fn)
+        return self.status(name)
+
     # --- list ----------------------------------------------------------------------------------
+    def list_archived(self, *, only: bool, experiment: str | None = None, tags: dict | None = None,
+                      limit: int | None = None) -> list[JobInfo]:
+        return self.list(experiment=experiment, tags=tags, limit=limit, archived="only" if only else "all")
+
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
-             limit: int | None = None, names=None) -> list[JobInfo]:
-        """Local jobs, newest first, filtered by experiment and tags (or just the named ones)."""
+             limit: int | None = None, names=None, archived: str = "hide") -> list[JobInfo]:
+        """Local jobs, newest first, filtered by experiment and tags (or just the named ones, archived or
+        not); archived: "hide" (az ml's default), "all" or "only"."""
         root = jobs_root(self.home)
         if not root.is_dir():
             return []
@@ -396,7 +425,7 @@ class LocalBackend(Backend):
         corrupt: list[JobInfo] = []
         keep_corrupt = bool(names) or not (experiment or tags)
         states = [(d, s) for d, s in _read_states(_job_dirs(root, names), corrupt if keep_corrupt else None)
-                  if _matches(s, experiment, tags)]
+                  if _selected(s, experiment, tags, "all" if names else archived)]
         states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
         if limit is not None:
             states = states[:limit]
@@ -428,14 +457,14 @@ def _read_states(dirs, corrupt: list | None) -> Iterator[tuple[Path, dict]]:
         yield d, s
 
 
-def _matches(state: dict, experiment: str | None, tags: dict | None) -> bool:
-    """Whether a job passes `list`'s filters: its experiment, and every tag given (a tag given as None
-    only has to be there, whatever its value)."""
+def _selected(state: dict, experiment: str | None, tags: dict | None, archived: str) -> bool:
+    """Whether a listing's filters keep a job; archived: the view, "hide", "all" or "only"."""
+    if archived != "all" and bool(state.get("archived")) != (archived == "only"):
+        return False
     if experiment and state.get("experiment_name") != experiment:
         return False
-    return not (tags and any(k not in (state.get("tags") or {})
-                             or (v is not None and str(state["tags"][k]) != str(v))
-                             for k, v in tags.items()))
+    st = state.get("tags") or {}
+    return not any(k not in st or (v is not None and str(st[k]) != str(v)) for k, v in (tags or {}).items())
 
 
 def _never_started(state: dict) -> bool:
@@ -499,7 +528,7 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
                    nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
                    url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
                    timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir),
-                   ports=_ports(state))
+                   ports=_ports(state), description=state.get("description"), archived=bool(state.get("archived")))
 
 
 def _ports(state: dict) -> dict:
