@@ -2,14 +2,13 @@
 (tests/why_logs/), its bounded memory, and the catalogue in docs/troubleshooting.md."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from dtrain.backends.base import RankLog
 from dtrain.backends.safefile import lines_of
-from dtrain.diagnose import CAUSES, diagnose, folder_logs
+from dtrain.diagnose import diagnose, folder_logs
 
 LOGS = Path(__file__).parent / "why_logs"
 DOCS = Path(__file__).parent.parent / "docs"

@@ -207,22 +207,25 @@ _SUMMARY = {"gpu_oom": _oom, "missing_module": _module, "no_space": _space, "ren
 _NO = _Hit(0, "", {})
 
 
+def _said(ranks: list, key: str) -> set:
+    """What mpirun's killed lines say (the rank, the host)."""
+    return {r.hits["killed"].groups[key] for r in ranks if key in r.hits.get("killed", _NO).groups}
+
+
 def _killed(ranks: list) -> Cause | None:
     """SIGKILL with no traceback (the exit code the backend saw), or mpirun saying so of a rank."""
     found = [r for r in ranks if r.killed or "killed" in r.hits]
     if not found:
         return None
-    ids = {int(r.hits["killed"].groups["rank"]) for r in found if "rank" in r.hits.get("killed", _NO).groups}
-    if ids:
-        found = [r for r in ranks if r.log.rank in ids] or found
-    pairs = [(r, r.hits.get("killed") or r.last or _Hit(0, f"exit code {r.log.exit_code} (SIGKILL)", {}))
-             for r in found]
+    ids = {int(i) for i in _said(ranks, "rank")}
+    found = [r for r in ranks if r.log.rank in ids] or found
+    pairs = [(r, r.hits["killed"]) for r in ranks if "killed" in r.hits]
+    pairs += [(r, r.last or _Hit(0, f"exit code {r.log.exit_code} (SIGKILL)", {})) for r in found if r.killed]
     rank_ids, nodes = _where(found)
-    rank_ids = rank_ids or sorted(ids)
-    hosts = sorted({r.hits["killed"].groups["host"] for r in ranks if "host" in r.hits.get("killed", _NO).groups})
-    on = f" on node {', '.join(str(n) for n in nodes or hosts)}" if nodes or hosts else ""
-    return Cause("killed", rank_ids, nodes, _evidence(pairs), BY_KIND["killed"].hint,
-                 f"{_ids(rank_ids)} killed by SIGKILL with no traceback{on}: most likely out of host memory")
+    where = [str(n) for n in nodes] or sorted(_said(ranks, "host"))
+    on = f" on node {', '.join(where)}" if where else ""
+    return Cause("killed", rank_ids or sorted(ids), nodes, _evidence(pairs), BY_KIND["killed"].hint,
+                 f"{_ids(rank_ids or ids)} killed by SIGKILL with no traceback{on}: most likely out of host memory")
 
 
 def _lagging(found: list, ranks: list) -> tuple[list, int | None]:
