@@ -2,6 +2,7 @@
 (tests/why_logs/), its bounded memory, and the catalogue in docs/troubleshooting.md."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,22 @@ def test_lines_of_reads_a_file_line_by_line_and_cuts_an_endless_line(tmp_path):
     got = list(lines_of(p, max_line=100))
     assert [len(t) for t in got] == [5, 100, 5] and got[2] == "third"
 
+
+
+def test_why_dir_prints_cause_ranks_evidence_and_hint(cli):
+    r = cli("why", str(LOGS / "nccl_timeout_absent"))
+    assert r.returncode == 0, r.stderr
+    assert "collective_timeout: ALLREDUCE (SeqNum 1580) timed out on ranks 0, 1, 2; lagging: rank 3" in r.stdout
+    assert "user_logs/std_log_process_0.txt:3: [rank0]:" in r.stdout and "hint: " in r.stdout
+    j = cli("why", str(LOGS / "missing_module"), "-o", "json")
+    got = json.loads(j.stdout)
+    assert set(got) == {"job", "causes"}
+    (c,) = got["causes"]
+    assert set(c) == {"kind", "ranks", "nodes", "summary", "evidence", "hint"}
+    assert c["evidence"][0] == {"file": "user_logs/std_log_process_0.txt", "line": 4,
+                                "text": "ModuleNotFoundError: No module named 'transformers'"}
+
+
+def test_why_a_folder_without_logs_or_an_unknown_job_exits_2(cli, tmp_path):
+    assert cli("why", str(tmp_path)).returncode == 2
+    assert cli("why", "no_such_job", "--local").returncode == 2
