@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from dtrain.backends.base import RankLog
 from dtrain.backends.safefile import lines_of
-from dtrain.diagnose import diagnose, folder_logs
+from dtrain.diagnose import CAUSES, diagnose, folder_logs
 
 LOGS = Path(__file__).parent / "why_logs"
 DOCS = Path(__file__).parent.parent / "docs"
@@ -130,3 +131,9 @@ def test_why_dir_prints_cause_ranks_evidence_and_hint(cli):
 def test_why_a_folder_without_logs_or_an_unknown_job_exits_2(cli, tmp_path):
     assert cli("why", str(tmp_path)).returncode == 2
     assert cli("why", "no_such_job", "--local").returncode == 2
+
+
+def test_every_cause_kind_is_in_the_troubleshooting_catalogue():
+    text = (DOCS / "troubleshooting.md").read_text()
+    headings = set(re.findall(r"^### `([a-z_]+)`", text, re.M))
+    assert {c.kind for c in CAUSES} <= headings
