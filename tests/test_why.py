@@ -137,3 +137,32 @@ def test_every_cause_kind_is_in_the_troubleshooting_catalogue():
     text = (DOCS / "troubleshooting.md").read_text()
     headings = set(re.findall(r"^### `([a-z_]+)`", text, re.M))
     assert {c.kind for c in CAUSES} <= headings
+
+
+SPEC = """\
+command: python train.py
+environment: azureml:env@latest
+compute: local
+"""
+
+
+def test_a_failed_wait_ends_with_the_top_cause_and_a_broken_diagnosis_changes_nothing(
+        fake_backend, tmp_path, capsys, monkeypatch):
+    from dtrain.cli import main
+    from dtrain.runner import Runner
+
+    spec = tmp_path / "job.yml"
+    spec.write_text(SPEC)
+    fake_backend.lines["bad"] = ["Traceback (most recent call last):", '  File "train.py", line 1, in <module>',
+                                 "ModuleNotFoundError: No module named 'not_a_package'"]
+    fake_backend.scripts["bad"] = ["Queued", "Running", "Failed"]
+    assert main(["submit", str(spec), "--local", "--wait", "--name", "bad"]) == 1
+    err = capsys.readouterr().err
+    assert "bad: why: missing_module: 'not_a_package' cannot be imported" in err and "  hint: add the package" in err
+
+    def broken(self, name, local=False):
+        raise OSError("unreadable")
+
+    monkeypatch.setattr(Runner, "why", broken)
+    assert main(["wait", "bad"]) == 1
+    assert "why:" not in capsys.readouterr().err
