@@ -503,6 +503,11 @@ class ChainView(Backend):
             return self.inner.logs(self.latest(name), follow=False, rank=rank)
         return self._follow_logs(name, rank)
 
+    def rank_logs(self, name: str):
+        """A chain's latest attempt's rank logs (the attempt whose failure ended it)."""
+        head = self.inner.status(name)
+        return self.inner.rank_logs(self.latest(name) if is_chain_head(head) else name)
+
     def _follow_logs(self, name: str, rank):
         shown: set = set()
         poll = 0.2

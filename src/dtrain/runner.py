@@ -410,3 +410,12 @@ class Runner:
 
         return clean(self._backend(LOCAL).inner, parse_age(older_than), dry_run=dry_run,
                      snapshots_only=snapshots_only, datastores=datastores)
+
+    def why(self, name: str, *, local: bool = False) -> "List":
+        """Why a job failed: every cause its rank logs show (dtrain.diagnose.Cause), the top cause first;
+        [] for a job whose logs show none."""
+        from .diagnose import diagnose
+
+        view = self._owner(name, local)
+        info = view.status(name)
+        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None)

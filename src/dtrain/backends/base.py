@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, List, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, List, Protocol, runtime_checkable
 
 from ..spec.model import JobSpec
 from ..status import is_terminal
@@ -92,6 +92,30 @@ class LogLine:
     rank: int | None = None   # global rank (process index) the line came from
     node: int | None = None
     source: str = ""          # file name in Azure's layout, e.g. user_logs/std_log_process_01.txt
+
+
+@dataclass
+class RankLog:
+    """One rank's log as `dtrain why` reads it (dtrain.diagnose): its lines, an iterator read once, and how
+    its process ended where the backend knows (local jobs: state.json)."""
+
+    rank: int | None
+    node: int | None
+    source: str                       # the file, as evidence names it
+    lines: Iterable[str] = ()
+    exit_code: int | None = None
+    signal: str | None = None         # e.g. "SIGKILL"
+
+
+def _texts(log: RankLog, lines: Iterator[LogLine]) -> Iterator[str]:
+    """A rank's LogLines as text; the first one tells the file and node it came from."""
+    first = True
+    for line in lines:
+        if first:
+            first = False
+            log.source = line.source or log.source
+            log.node = line.node if line.node is not None else log.node
+        yield line.text
 
 
 @dataclass(frozen=True)
@@ -219,6 +243,16 @@ class Backend(ABC):
         """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later
         commands reach it without flags: Azure, its workspace. None: nothing to record."""
         return None
+
+    def rank_logs(self, name: str) -> Iterator[RankLog]:
+        """Every rank's log, one rank at a time, for `dtrain why`. Default: logs(rank=r) for each rank
+        the job has, exit codes unknown."""
+        info = self.status(name)
+        ppn = max(1, info.processes_per_node)
+        for r in range(max(1, info.nodes) * ppn):
+            log = RankLog(rank=r, node=r // ppn, source=f"rank {r}")
+            log.lines = _texts(log, iter(self.logs(name, rank=r)))
+            yield log
 
     def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step

@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 _KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
@@ -69,3 +69,20 @@ def read_tail(path: Path, max_bytes: int) -> tuple[bytes, int]:
         size = os.fstat(f.fileno()).st_size
         f.seek(max(0, size - max_bytes))
         return f.read(max_bytes), size
+
+
+def lines_of(path: Path, max_line: int = 8192) -> Iterator[str]:
+    """Every line of a regular file, one at a time (raises as open_regular at the first next()): memory
+    stays flat whatever the file's size. A line longer than max_line bytes is cut there; the rest of it is
+    read and dropped in max_line pieces, so line numbers stay true."""
+    with open_regular(path) as f:
+        while True:
+            raw = f.readline(max_line)
+            if not raw:
+                return
+            if not raw.endswith(b"\n"):
+                while True:                       # the rest of an over-long line
+                    more = f.readline(max_line)
+                    if not more or more.endswith(b"\n"):
+                        break
+            yield raw.decode("utf-8", "replace").rstrip("\r\n")

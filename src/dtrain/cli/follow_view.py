@@ -112,6 +112,10 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
             emit([i.to_dict() for i in infos], "json")
     for info in infos:
         p.final(info)
+        if exit_code(info) == ExitCode.JOB_FAILED:
+            from .why import top_cause
+
+            top_cause(runner, info)
     if submitted is not None:
         from ..metrics_view import final_line
         from ..progress import summary_line

@@ -316,6 +316,16 @@ class LocalBackend(Backend):
 
         return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal, on_skip=self._note)
 
+    def rank_logs(self, name: str):
+        """Every rank's log file, with the exit code state.json recorded for its process (dtrain why)."""
+        from ...diagnose.scan import job_folder_logs
+
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            job_dir = exc.path.parent             # its logs are still worth reading
+        return job_folder_logs(job_dir)
+
     # --- metrics (mlflowstore.py) -----------------------------------------------------------------
     def metrics_reader(self, name: str, *, keys=None) -> mlflowstore.MetricsFiles:
         try:
