@@ -116,6 +116,14 @@ def shape_of(nodes: int, d: Distribution | None) -> tuple[int, int, int]:
     return nodes, d.processes_per_node(nodes), d.process_count(nodes)
 
 
+def _workers(props: dict) -> int | None:
+    """A TensorFlow job's worker count (its parameter servers' ranks come after the workers); None otherwise."""
+    d = _distribution(props)
+    if d is None or d.type != "tensorflow":
+        return None
+    return d.workers(int((props.get("resources") or {}).get("instanceCount") or 1))
+
+
 def _shape(props: dict) -> tuple[int, int]:
     """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
     nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
@@ -361,17 +369,17 @@ class AzureBackend(Backend):
             ran = (e - s).total_seconds() if s and e else None
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
-            info.failure = self._failure(info, message, rd)
+            info.failure = self._failure(info, message, rd, _workers(props))
         elif info.status in ("NotResponding", "Paused") and message:   # why a node was lost (exit 5)
             info.failure = FailureInfo(message=message)
 
-    def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
+    def _failure(self, info: JobInfo, message: str | None, rd: dict, workers: int | None = None) -> FailureInfo:
         import requests
 
         from ..failure import last_lines, traceback_block
         from .logs import tail_lines, user_logs
 
-        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {})
+        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {}, workers)
         found = None
         tails = {}
         with requests.Session() as s:
@@ -415,7 +423,7 @@ class AzureBackend(Backend):
                 raise translate(exc, what="read the job's logs", job=name, workspace=self._ws) from exc
             return _status_text(rd.get("status")), (rd.get("logFiles") or rd.get("log_files") or {})
 
-        return follow_logs(details, follow=follow, rank=rank, ppn=ppn,
+        return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=_workers(props),
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
 
     # --- metrics (mlflow_rest.py) -------------------------------------------------------------------
