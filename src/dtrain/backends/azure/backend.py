@@ -144,12 +144,23 @@ def _timeout_seconds(props: dict) -> float | None:
     return d * 86400 + h * 3600 + mi * 60 + s
 
 
+def trim_lines(text: str) -> str:
+    """Text without its leading and trailing blank lines: run history's error message starts with a newline
+    ("\nError Code: ScriptExecution...\nNative Error: ..."), which would print `failed: ` on a line of its own."""
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
 def _error_message(err) -> str | None:
     d = _as_dict(err)
     inner = d.get("error") if isinstance(d.get("error"), dict) else d
     if not inner:
         return None
-    msg = redact(str(inner.get("message") or inner.get("code") or "")) or None   # the service's text
+    msg = trim_lines(redact(str(inner.get("message") or inner.get("code") or ""))) or None   # the service's text
     code = inner.get("code")
     if msg and code and code not in msg:
         return f"{msg} ({code})"
@@ -505,6 +516,8 @@ class AzureBackend(Backend):
             poller.result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
 
         self._retrying("cancel the job", request, job=name)
+        # the service answers 202 and ends the job later (31 s in the recording): a job not yet terminal reads
+        # CancelRequested (or still its earlier status), and `wait` counts it as not ended (status.py)
         return self.status(name)
 
     def stop(self, name: str) -> None:
@@ -520,34 +533,25 @@ class AzureBackend(Backend):
     # --- list ----------------------------------------------------------------------------------
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None) -> list[JobInfo]:
-        """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here.
-        With `names`, paging stops as soon as every named job has been seen."""
+        """One paged list call. The first tag's key filters on the service (the REST spec's `tag`: "Jobs
+        returned will have this tag key"), values and other tags here. The newest `limit` jobs by creation
+        time, whatever order the service answers in (no recording shows its order). With `names`, paging
+        stops as soon as every named job has been seen."""
         wanted = set(names) if names else None
         ml = self.ml
         tags = dict(tags or {})
-        kwargs = {}
-        if tags:
-            k, v = next(iter(tags.items()))
-            kwargs["tag"] = k if v in (None, "") else f"{k}={v}"
+        kwargs = {"tag": next(iter(tags))} if tags else {}
 
         def fetch():
             out = []
             for job in ml.jobs.list(**kwargs):
-                if job is None:
-                    continue
-                if wanted is not None:
-                    if job.name not in wanted:
-                        continue
-                    wanted.discard(job.name)
-                if experiment and job.experiment_name != experiment:
-                    continue
-                jt = job.tags or {}
-                if any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items()):
+                if job is None or not _listed(job, experiment, tags, wanted):
                     continue
                 out.append(job)
-                if (limit is not None and len(out) >= limit) or wanted == set():
+                if wanted == set():
                     break
-            return out
+            out.sort(key=_created_at, reverse=True)
+            return out if limit is None else out[:limit]
 
         jobs = self._retrying("list jobs", fetch)
         infos = []
@@ -578,6 +582,26 @@ class AzureBackend(Backend):
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}))
+
+
+def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:
+    """Whether a listed job is one asked for (a wanted name is struck off once seen)."""
+    if wanted is not None:
+        if job.name not in wanted:
+            return False
+        wanted.discard(job.name)
+    if experiment and job.experiment_name != experiment:
+        return False
+    jt = job.tags or {}
+    return not any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items())
+
+
+def _created_at(job) -> datetime:
+    """A listed job's creation time (the oldest possible when the service gave none)."""
+    created = _parse_time(getattr(getattr(job, "creation_context", None), "created_at", None))
+    if created is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return created if created.tzinfo else created.replace(tzinfo=timezone.utc)
 
 
 def _first_line(exc) -> str:
