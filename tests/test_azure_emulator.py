@@ -206,7 +206,8 @@ def test_begin_cancel_polls_the_operation_to_canceled(emu, ml, project):
     assert _status(ml, job.name) == "Canceled"
     cancel = emu.requests_to(r"/jobs/[^/]+/cancel$", "POST")
     assert len(cancel) == 1 and cancel[0].status == 202
-    assert emu.requests_to(r"/operationStatuses/", "GET")
+    # the recorded cancel's only poll target: a Location under the region's mfeOperationResults
+    assert emu.requests_to(r"/mfeOperationResults/", "GET") and not emu.requests_to(r"/operationStatuses/", "GET")
 
 
 @pytest.mark.sdk

@@ -44,7 +44,10 @@ BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
 SAS_QUERY = "sv=2021-08-06&sr=c&sp=racwl&se=2099-01-01T00%3A00%3A00Z&sig=ZW11bGF0b3I%3D"
 
 TERMINAL_STATUSES = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
-DEFAULT_SCRIPT = ("NotStarted", "Queued", "Preparing", "Starting", "Running", "Finalizing", "Completed")
+# the recorded job create answers Starting and the next GET Preparing (test_command_job_serverless.json)
+DEFAULT_SCRIPT = ("Starting", "Preparing", "Queued", "Running", "Finalizing", "Completed")
+# statuses before the run starts: no startTimeUtc yet (the service sets it when the job starts)
+NOT_STARTED_STATUSES = ("NotStarted", "Starting", "Provisioning", "Preparing", "Queued")
 CAE_CLAIMS = base64.b64encode(
     b'{"access_token":{"nbf":{"essential":true,"value":"1700000000"}}}'
 ).decode("ascii")
@@ -53,6 +56,12 @@ _PROVIDER = "Microsoft.MachineLearningServices"
 _ARM_WS_RE = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
     r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)(?P<rest>/.*)?$",
+    re.IGNORECASE,
+)
+# where the recorded cancel's Location points: a subscription-level operation result, not the workspace
+_MFE_OPERATION_RE = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.MachineLearningServices/locations/[^/]+"
+    r"/mfeOperationResults/(?P<op>[^/]+)$",
     re.IGNORECASE,
 )
 _HISTORY_RE = re.compile(
@@ -146,6 +155,7 @@ class JobState:
     cancel_requested: Optional[float] = None
     cancel_reads: int = 0
     cancel_final: Optional[float] = None
+    started: Optional[float] = None  # when the run left the not-started statuses: the run's startTimeUtc
     extra_log: Dict[int, str] = field(default_factory=dict)
     # (generated lines at the time, text) per rank: appended text stays where it was written, so a
     # log only ever grows at its end, as real log files do (Range reads rely on that)
@@ -176,11 +186,13 @@ class AzureMLEmulator:
         check_references: bool = True,
         page_size: int = 20,
         require_bearer: bool = True,
-        lro_retry_after: float = 1,
+        lro_retry_after: Optional[float] = 1,
         cancel_seconds: Optional[float] = 0.2,
         default_output: bool = True,
         storage_account: str = STORAGE_ACCOUNT,
         storage_suffix: str = STORAGE_SUFFIX,
+        list_order: str = "newest",
+        log_name_width: int = 0,
     ) -> None:
         # The datastore's account and the cloud's storage suffix: the SDK uploads local-path inputs to
         # https://{account}.blob.{suffix}, never to the emulator. A suffix under .invalid (RFC 6761:
@@ -199,6 +211,12 @@ class AzureMLEmulator:
         self.require_bearer = require_bearer
         self.lro_retry_after = lro_retry_after
         self.cancel_seconds = cancel_seconds  # None: Canceled on the first read after the request
+        # lro_retry_after=None answers a cancel as recorded: no Retry-After (the SDK then waits its own interval)
+        # the order of a job list: no recording shows the service's; "oldest" answers oldest first
+        self.list_order = list_order
+        # rank numbers in user log names: 0 unpadded, 2 zero-padded (std_log_process_01.txt), both of which the
+        # SDK's own pattern user_logs/std_log[\D]*[0]*(?:_ps)?\.txt reads
+        self.log_name_width = log_name_width
         # the service adds outputs.default (the run's artifact folder); jobs.stream then lists logs
         # through that datastore over https, which a loopback emulator cannot serve: False leaves it out
         self.default_output = default_output
@@ -560,6 +578,9 @@ class AzureMLEmulator:
         if m:
             self._check_scope(m)
             return self.mlflow.dispatch(method, m.group("op"), query, _parse_json(body))
+        m = _MFE_OPERATION_RE.match(path)
+        if m and m.group("sub") == self.subscription_id:
+            return self._operation("operationresults", unquote(m.group("op")))
         m = _HISTORY_RE.match(path)
         if m:
             self._check_scope(m)
@@ -715,7 +736,9 @@ class AzureMLEmulator:
             state = JobState(name=name, body=copy.deepcopy(body), created=time.time(), script=script)
             self._jobs[name] = state
             self.mlflow.create_run(name, state.props.get("experimentName"))
-            return _json(201, self._job_resource(state, advance=False, put=True))
+            # the recorded create answers 201 with a Location naming the job (test_command_job_serverless.json)
+            location = f"{self.url}{self.workspace_arm_id}/jobs/{name}?api-version=2025-01-01-preview"
+            return _json(201, self._job_resource(state, advance=False, put=True), {"Location": location})
 
     def _check_job_references(self, props: Dict[str, Any]) -> None:
         """Compute, code and environment ids pointing into this workspace must exist."""
@@ -762,7 +785,18 @@ class AzureMLEmulator:
                 return "Canceled"
             return "CancelRequested"
         statuses = state.script.statuses
-        return statuses[min(int(self._position(state, advance)), len(statuses) - 1)]
+        index = min(int(self._position(state, advance)), len(statuses) - 1)
+        if state.started is None and statuses[index] not in NOT_STARTED_STATUSES:
+            state.started = self._start_time(state)
+        return statuses[index]
+
+    def _start_time(self, state: JobState) -> float:
+        """When the script first left the not-started statuses: on the clock where the script runs on it,
+        else now (the read that saw it)."""
+        first = next(i for i, s in enumerate(state.script.statuses) if s not in NOT_STARTED_STATUSES)
+        if state.script.seconds_per_step is None or state.frozen_position is not None:
+            return time.time()
+        return state.created + first * state.script.seconds_per_step
 
     def _job_resource(self, state: JobState, advance: bool, put: bool = False) -> Dict[str, Any]:
         """The job as the real service answers it (shapes.py): server-added fields, nulls, defaults."""
@@ -776,7 +810,7 @@ class AzureMLEmulator:
             state.name, state.props, status=status, put=put, created=state.created,
             tracking_uri=f"azureml://127.0.0.1:{self.port}/mlflow/v1.0{ws}?",
             studio_url=f"{self.url}/studio/runs/{state.name}?wsid={wsid}",
-            default_output=self.default_output, ended=ended)
+            default_output=self.default_output, started=state.started, ended=ended)
         return {
             "id": self.arm_id("jobs", state.name),
             "name": state.name,
@@ -791,7 +825,7 @@ class AzureMLEmulator:
         job_type = query.get("jobType")
         tag = query.get("tag")
         with self._lock:
-            states = sorted(self._jobs.values(), key=lambda s: s.created, reverse=True)
+            states = sorted(self._jobs.values(), key=lambda s: s.created, reverse=self.list_order != "oldest")
             selected = []
             for s in states:
                 archived = bool(s.props.get("isArchived"))
@@ -822,14 +856,15 @@ class AzureMLEmulator:
                 state.frozen_position = self._position(state, advance=False)
                 state.cancel_requested = time.time()
             op_id = uuid.uuid4().hex
-            self._operations[op_id] = {"job": name, "created": time.time()}
-        base = f"{self.url}{self.workspace_arm_id}"
-        return 202, {
-            "Location": f"{base}/operationResults/{op_id}?api-version=2023-04-01-preview",
-            "Azure-AsyncOperation": f"{base}/operationStatuses/{op_id}?api-version=2023-04-01-preview",
-            "Content-Length": "0",
-            **_retry_after(self.lro_retry_after),
-        }, b""
+            self._operations["jc:" + op_id] = {"job": name, "created": time.time()}
+        # as recorded: 202, a null body, only a Location under the region's mfeOperationResults (no
+        # Azure-AsyncOperation); Retry-After only where a test asks for a quick poll (lro_retry_after)
+        location = (f"{self.url}/subscriptions/{self.subscription_id}/providers/{_PROVIDER}/locations/{LOCATION}"
+                    f"/mfeOperationResults/jc:{op_id}?api-version=2023-04-01-preview")
+        headers = {"Location": location, "Content-Length": "0"}
+        if self.lro_retry_after is not None:
+            headers.update(_retry_after(self.lro_retry_after))
+        return 202, headers, b""
 
     def _operation(self, kind: str, op_id: str) -> Tuple[int, Dict[str, str], bytes]:
         with self._lock:
@@ -838,7 +873,7 @@ class AzureMLEmulator:
             op = self._operations[op_id]
             state = self._jobs.get(op["job"])
             done = state is None or self._status(state, advance=True) != "CancelRequested"
-        retry = _retry_after(self.lro_retry_after)
+        retry = _retry_after(self.lro_retry_after) if self.lro_retry_after is not None else {}
         if kind == "operationstatuses":
             body = {"id": op_id, "name": op_id, "status": "Succeeded" if done else "InProgress",
                     "startTime": _now_iso(op["created"])}
@@ -1003,7 +1038,7 @@ class AzureMLEmulator:
             "status": status,
             "target": (state.props.get("computeId") or "").rsplit("/", 1)[-1] or None,
             "createdTimeUtc": _now_iso(state.created),
-            "startTimeUtc": _now_iso(state.created),
+            "startTimeUtc": _now_iso(state.started) if state.started is not None else None,
             "tags": dict(state.props.get("tags") or {}),
             "properties": dict(state.props.get("properties") or {}),
             "runType": "azureml.scriptrun",
@@ -1031,9 +1066,15 @@ class AzureMLEmulator:
         return nodes                  # without a distribution the command runs once on every node
 
     def _log_names(self, state: JobState) -> List[str]:
+        """Every rank's user log, in rank order: a TensorFlow job's parameter servers come after its workers,
+        each named ..._K_ps.txt (K counting parameter servers from 0, as the SDK's rank-0 pattern implies)."""
         if not state.props.get("distribution") and self._world_size(state) == 1:
             return ["user_logs/std_log.txt"]
-        return [f"user_logs/std_log_process_{i}.txt" for i in range(self._world_size(state))]
+        world, w = self._world_size(state), self.log_name_width
+        dist = state.props.get("distribution") or {}
+        servers = int(dist.get("parameterServerCount") or 0) if dist.get("distributionType") == "TensorFlow" else 0
+        names = [f"user_logs/std_log_process_{i:0{w}d}.txt" for i in range(world - servers)]
+        return names + [f"user_logs/std_log_process_{k:0{w}d}_ps.txt" for k in range(servers)]
 
     def _log_url(self, state: JobState, name: str) -> str:
         return (f"{self.storage_url}/{ARTIFACT_CONTAINER}/ExperimentRun/dcid.{state.name}/"

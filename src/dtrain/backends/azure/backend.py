@@ -116,6 +116,14 @@ def shape_of(nodes: int, d: Distribution | None) -> tuple[int, int, int]:
     return nodes, d.processes_per_node(nodes), d.process_count(nodes)
 
 
+def _workers(props: dict) -> int | None:
+    """A TensorFlow job's worker count (its parameter servers' ranks come after the workers); None otherwise."""
+    d = _distribution(props)
+    if d is None or d.type != "tensorflow":
+        return None
+    return d.workers(int((props.get("resources") or {}).get("instanceCount") or 1))
+
+
 def _shape(props: dict) -> tuple[int, int]:
     """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
     nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
@@ -136,12 +144,23 @@ def _timeout_seconds(props: dict) -> float | None:
     return d * 86400 + h * 3600 + mi * 60 + s
 
 
+def trim_lines(text: str) -> str:
+    """Text without its leading and trailing blank lines: run history's error message starts with a newline
+    ("\nError Code: ScriptExecution...\nNative Error: ..."), which would print `failed: ` on a line of its own."""
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
 def _error_message(err) -> str | None:
     d = _as_dict(err)
     inner = d.get("error") if isinstance(d.get("error"), dict) else d
     if not inner:
         return None
-    msg = redact(str(inner.get("message") or inner.get("code") or "")) or None   # the service's text
+    msg = trim_lines(redact(str(inner.get("message") or inner.get("code") or ""))) or None   # the service's text
     code = inner.get("code")
     if msg and code and code not in msg:
         return f"{msg} ({code})"
@@ -361,17 +380,17 @@ class AzureBackend(Backend):
             ran = (e - s).total_seconds() if s and e else None
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
-            info.failure = self._failure(info, message, rd)
+            info.failure = self._failure(info, message, rd, _workers(props))
         elif info.status in ("NotResponding", "Paused") and message:   # why a node was lost (exit 5)
             info.failure = FailureInfo(message=message)
 
-    def _failure(self, info: JobInfo, message: str | None, rd: dict) -> FailureInfo:
+    def _failure(self, info: JobInfo, message: str | None, rd: dict, workers: int | None = None) -> FailureInfo:
         import requests
 
         from ..failure import last_lines, traceback_block
         from .logs import tail_lines, user_logs
 
-        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {})
+        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {}, workers)
         found = None
         tails = {}
         with requests.Session() as s:
@@ -415,7 +434,7 @@ class AzureBackend(Backend):
                 raise translate(exc, what="read the job's logs", job=name, workspace=self._ws) from exc
             return _status_text(rd.get("status")), (rd.get("logFiles") or rd.get("log_files") or {})
 
-        return follow_logs(details, follow=follow, rank=rank, ppn=ppn,
+        return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=_workers(props),
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
 
     # --- metrics (mlflow_rest.py) -------------------------------------------------------------------
@@ -497,6 +516,8 @@ class AzureBackend(Backend):
             poller.result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
 
         self._retrying("cancel the job", request, job=name)
+        # the service answers 202 and ends the job later (31 s in the recording): a job not yet terminal reads
+        # CancelRequested (or still its earlier status), and `wait` counts it as not ended (status.py)
         return self.status(name)
 
     def stop(self, name: str) -> None:
@@ -542,9 +563,11 @@ class AzureBackend(Backend):
 
     def list(self, *, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None, archived: str = "hide") -> list[JobInfo]:
-        """One paged list call: the first tag filters on the service (REST `tag=k=v`), the rest here.
-        With `names`, paging stops as soon as every named job has been seen (archived or not).
-        archived: "hide" (the service's ActiveOnly, as az ml job list), "all" or "only"."""
+        """One paged list call. The first tag's key filters on the service (the REST spec's `tag`: "Jobs
+        returned will have this tag key"), values and other tags here. The newest `limit` jobs by creation
+        time, whatever order the service answers in (no recording shows its order). With `names`, paging
+        stops as soon as every named job has been seen (archived or not). archived: "hide" (the service's
+        ActiveOnly, as az ml job list), "all" or "only"."""
         from azure.ai.ml.constants import ListViewType
 
         wanted = set(names) if names else None
@@ -553,27 +576,18 @@ class AzureBackend(Backend):
         kwargs: dict = {"list_view_type": ListViewType.ALL if names or archived == "all" else
                         ListViewType.ARCHIVED_ONLY if archived == "only" else ListViewType.ACTIVE_ONLY}
         if tags:
-            k, v = next(iter(tags.items()))
-            kwargs["tag"] = k if v in (None, "") else f"{k}={v}"
+            kwargs["tag"] = next(iter(tags))
 
         def fetch():
             out = []
             for job in ml.jobs.list(**kwargs):
-                if job is None:
-                    continue
-                if wanted is not None:
-                    if job.name not in wanted:
-                        continue
-                    wanted.discard(job.name)
-                if experiment and job.experiment_name != experiment:
-                    continue
-                jt = job.tags or {}
-                if any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items()):
+                if job is None or not _listed(job, experiment, tags, wanted):
                     continue
                 out.append(job)
-                if (limit is not None and len(out) >= limit) or wanted == set():
+                if wanted == set():
                     break
-            return out
+            out.sort(key=_created_at, reverse=True)
+            return out if limit is None else out[:limit]
 
         jobs = self._retrying("list jobs", fetch)
         infos = []
@@ -607,6 +621,26 @@ class AzureBackend(Backend):
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
                        description=getattr(job, "description", None))
+
+
+def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:
+    """Whether a listed job is one asked for (a wanted name is struck off once seen)."""
+    if wanted is not None:
+        if job.name not in wanted:
+            return False
+        wanted.discard(job.name)
+    if experiment and job.experiment_name != experiment:
+        return False
+    jt = job.tags or {}
+    return not any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items())
+
+
+def _created_at(job) -> datetime:
+    """A listed job's creation time (the oldest possible when the service gave none)."""
+    created = _parse_time(getattr(getattr(job, "creation_context", None), "created_at", None))
+    if created is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return created if created.tzinfo else created.replace(tzinfo=timezone.utc)
 
 
 def _first_line(exc) -> str:

@@ -1,9 +1,10 @@
 """Every rank's log lines from an Azure ML job, read incrementally.
 
 Run details (one GET through the SDK's run-history client) give the job's status and a SAS URL per
-log file (user_logs/std_log_process_NN.txt for each rank, user_logs/std_log.txt without a
-distribution). Each file is read with `Range: bytes=<offset>-<offset + CHUNK - 1>` (a form the Blob
-service documents) from where the last read stopped, so no byte is fetched twice and no more than
+log file (user_logs/std_log_process_NN.txt for each rank, zero-padded or not, a parameter server's
+..._NN_ps.txt placed after the workers, user_logs/std_log.txt without a distribution). Each file is
+read with `Range: bytes=<offset>-<offset + CHUNK - 1>` (a form the Blob service documents)
+from where the last read stopped, so no byte is fetched twice and no more than
 CHUNK bytes are held at once, whatever the log's size; lines are made one by one as they are
 consumed (backends/lines.py). A read that fails (dropped connection, 5xx, expired SAS) leaves the offset
 where it was and is tried on the next pass: nothing is lost or repeated. A last line without its
@@ -26,33 +27,57 @@ from ..backoff import Backoff
 from ..base import LogLine, is_terminal
 from ..lines import LineBuffer
 
-_RANK_FILE = re.compile(r"(?:^|/)std_log_process_(\d+)\.txt$")
-_SINGLE_FILE = re.compile(r"(?:^|/)std_log\.txt$")
+# The service's names for user logs: std_log.txt (no distribution), std_log_process_N.txt with N
+# zero-padded or not, and a TensorFlow parameter server's std_log_process_N_ps.txt, N counting parameter
+# servers from 0 (the SDK's own rank-0 pattern, user_logs/std_log[\D]*[0]*(?:_ps)?\.txt, matches both
+# worker 0's and the first parameter server's file).
+_USER_LOG = re.compile(r"(?:^|/)std_log(?:[^\d/]*?(\d+))?(_ps)?\.txt$")
 TAIL_BYTES = 64 * 1024
 CHUNK = 1024 * 1024         # bytes per ranged GET: what one read holds in memory
 _HEADERS = {"x-ms-version": "2021-08-06"}
 
 
-def rank_of(name: str) -> int | None:
-    """Rank of a user log file name; None when it is not a per-process user log."""
-    m = _RANK_FILE.search(name)
-    if m:
-        return int(m.group(1))
-    if _SINGLE_FILE.search(name):
-        return 0
-    return None
+def parse_log_name(name: str) -> tuple[int, str] | None:
+    """(index, role) of a user log file name: role "ps" for a parameter server (index among them), else
+    "worker" (index = rank); None when the name is not a per-process user log."""
+    m = _USER_LOG.search(name)
+    if not m:
+        return None
+    return int(m.group(1) or 0), "ps" if m.group(2) else "worker"
 
 
-def user_logs(log_files: dict) -> dict[int, tuple[str, str]]:
-    """rank -> (file name, url), for the user logs among a run's logFiles."""
-    out = {}
-    for name, url in (log_files or {}).items():
-        if not name.startswith("user_logs/"):
-            continue
-        r = rank_of(name)
-        if r is not None and (r not in out or _RANK_FILE.search(name)):
-            out[r] = (name, url)
+def rank_of(name: str, workers: int | None = None) -> int | None:
+    """Global rank of a user log file name, in the spec layer's layout (spec/model.py: workers first,
+    then parameter servers): parameter server k is rank workers + k. Without `workers` (a job without
+    a TensorFlow distribution), a parameter server's file has no rank."""
+    parsed = parse_log_name(name)
+    if parsed is None:
+        return None
+    index, role = parsed
+    if role == "ps":
+        return None if workers is None else workers + index
+    return index
+
+
+def user_logs(log_files: dict, workers: int | None = None) -> dict[int, tuple[str, str]]:
+    """rank -> (file name, url), for the user logs among a run's logFiles; `workers` places parameter
+    servers' files after the workers (None: after the worker files there are). A numbered file wins over
+    std_log.txt for rank 0."""
+    parsed = {n: p for n in (log_files or {}) if n.startswith("user_logs/") and (p := parse_log_name(n))}
+    if workers is None:
+        workers = len({i for i, role in parsed.values() if role == "worker"}) or 1
+    out: dict[int, tuple[str, str]] = {}
+    for name in parsed:
+        r = rank_of(name, workers)
+        if r is not None and (r not in out or not name.endswith("/std_log.txt")):
+            out[r] = (name, log_files[name])
     return out
+
+
+def role_of(name: str) -> str | None:
+    """"ps" or "worker" for a user log file name (None when it is not one)."""
+    parsed = parse_log_name(name)
+    return parsed[1] if parsed else None
 
 
 class RangeError(Exception):
@@ -140,7 +165,7 @@ def _range_start(content_range: str | None) -> int | None:
 
 
 def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: int | None = None,
-                ppn: int = 1, session=None, cadence: Backoff | None = None, max_failures: int = 6,
+                ppn: int = 1, workers: int | None = None, session=None, cadence: Backoff | None = None, max_failures: int = 6,
                 stats: Stats | None = None, sleep=time.sleep) -> Iterator[LogLine]:
     """Lines of every rank (or one rank). `details()` returns (status, logFiles) and may raise; the
     iterator raises LostTrack after `max_failures` consecutive failed passes."""
@@ -155,7 +180,7 @@ def follow_logs(details: Callable[[], tuple[str, dict]], *, follow: bool, rank: 
         while True:
             status, files, failures = _await_details(details, failures, max_failures, cadence, stats, sleep)
             terminal = is_terminal(status)
-            got, read_failed = yield from _read_pass(_wanted_logs(files, rank), tails, session, ppn, stats,
+            got, read_failed = yield from _read_pass(_wanted_logs(files, rank, workers), tails, session, ppn, stats,
                                                      final=terminal and follow)
             failures = failures + 1 if read_failed else 0
             if not read_failed and (terminal or not follow):
@@ -198,9 +223,10 @@ def _await_details(details: Callable[[], tuple[str, dict]], failures: int, max_f
             sleep(cadence.next(False))
 
 
-def _wanted_logs(files: dict, rank: int | None) -> list[tuple[int, str, str]]:
+def _wanted_logs(files: dict, rank: int | None, workers: int | None = None) -> list[tuple[int, str, str]]:
     """(rank, file name, url) of the user logs to read, by rank: all of them, or the one rank asked for."""
-    return [(r, name, url) for r, (name, url) in sorted(user_logs(files).items()) if rank is None or r == rank]
+    return [(r, name, url) for r, (name, url) in sorted(user_logs(files, workers).items())
+            if rank is None or r == rank]
 
 
 def _read_pass(pending: list[tuple[int, str, str]], tails: dict[int, LogTail], session, ppn: int,
