@@ -158,3 +158,12 @@ def test_command_modules_are_thin():
     """One module per command or group, each turning options into runner calls: none above 150 lines."""
     long = {_rel(p): n for p in _files(CLI) if (n := len(p.read_text(encoding="utf-8").splitlines())) > 150}
     assert not long, f"command modules over 150 lines (move logic into the library): {long}"
+
+
+def test_no_function_is_more_complex_than_c():
+    """radon's cyclomatic complexity, C (20) at most, for every function in src/dtrain."""
+    from radon.complexity import cc_rank, cc_visit
+
+    bad = [f"{_rel(p)}:{b.lineno}: {b.name} {cc_rank(b.complexity)} ({b.complexity})"
+           for p in _files(PKG) for b in cc_visit(p.read_text(encoding="utf-8")) if b.complexity > 20]
+    assert not bad, "functions above complexity C (split them):\n" + "\n".join(bad)

@@ -161,7 +161,7 @@ class Runner:
         where = backend.where()
         if where is not None:                 # later commands find the job without flags (jobindex)
             jobindex.record(info.name, plan.backend, where)
-        group = (getattr(plan, "tags", None) or {}).get("dtrain.group")
+        group = (plan.tags or {}).get("dtrain.group")
         if group:                             # `status G`, `wait G`, `cancel G` know the grid G
             jobindex.record(group, plan.backend, where, kind="groups")
         return info

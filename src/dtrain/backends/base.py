@@ -150,6 +150,7 @@ class MetricsReader(Protocol):
 class Plan(Protocol):
     backend: str              # the registered kind that planned it (and submits it)
     name: str                 # the job name (a placeholder where submit generates one)
+    tags: dict                # the job's tags (a grid member's carry dtrain.group)
     notes: list               # what the user should know before it runs (shown by submit)
 
     def to_dict(self) -> dict: ...

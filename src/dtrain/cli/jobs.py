@@ -50,6 +50,11 @@ def cancel(
     for info in _each(Runner.cancel, names, tag, output, local, workspace(subscription, resource_group, workspace_,
                                                                           local)):
         show.info(info, output)
+        if not info.terminal:                 # Azure confirms a cancel later (CancelRequested, then Canceled)
+            from ..output import note
+
+            note(f"{info.name}: cancel requested, still in progress (status {info.status}); "
+                 f"`dtrain wait {info.name}` follows it until it is Canceled")
 
 
 def _each(act, names, tag, output: str, local: bool, ws) -> list:
