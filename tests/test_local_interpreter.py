@@ -72,3 +72,14 @@ def test_python_flag_chooses_the_interpreter(cli, write):
     assert f"exe {os.path.realpath('/usr/bin/python3')}" in r.stdout and "chosen with --python" in r.stderr
     r = cli("submit", spec, "--local", "--name", "bad", "--python", "/no/such/python")
     assert r.returncode == 2 and "no such interpreter" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_supervisors_log_holds_no_runpy_warning(cli, write, dtrain_home):
+    """The watchdog and supervisor start through backends/local/entry.py: `python -m` on a module its own
+    package imports printed runpy's RuntimeWarning into every job's supervisor.txt."""
+    spec = write("job.yml", "command: echo hi\nenvironment: azureml:env@latest\ncompute: local\n")
+    r = cli("submit", spec, "--local", "--wait", "--name", "quiet")
+    assert r.returncode == 0, r.stderr
+    log = (dtrain_home / "jobs" / "quiet" / "system_logs" / "supervisor.txt").read_text()
+    assert "RuntimeWarning" not in log and "found in sys.modules" not in log

@@ -215,7 +215,7 @@ class LocalBackend(Backend):
         log = open(job_dir / "system_logs" / "supervisor.txt", "ab")
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "dtrain.backends.local.watchdog", str(job_dir)],
+                [sys.executable, "-m", "dtrain.backends.local.entry", "watchdog", str(job_dir)],
                 cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, env=env)
         finally:

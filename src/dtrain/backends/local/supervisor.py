@@ -1,4 +1,4 @@
-"""The detached process that runs one local job: `python -m dtrain.backends.local.supervisor JOB_DIR`.
+"""The detached process that runs one local job: `python -m dtrain.backends.local.entry supervisor JOB_DIR`.
 
 Started by the job's watchdog (watchdog.py; submit starts that in its own session, so the job survives
 the terminal). It starts every process of the plan (each in its own session and process group, with

@@ -1,4 +1,4 @@
-"""The process `submit` starts for a local job: `python -m dtrain.backends.local.watchdog JOB_DIR`.
+"""The process `submit` starts for a local job: `python -m dtrain.backends.local.entry watchdog JOB_DIR`.
 
 It makes itself a child subreaper, starts the supervisor as its child, and waits for it (the supervisor
 ends the job as lost if the watchdog is killed: PR_SET_PDEATHSIG). A supervisor that
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
 
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, forward)
-    child = subprocess.Popen([sys.executable, "-m", "dtrain.backends.local.supervisor", str(job_dir),
+    child = subprocess.Popen([sys.executable, "-m", "dtrain.backends.local.entry", "supervisor", str(job_dir),
                               str(os.getpid())],
                              cwd=str(job_dir), stdin=subprocess.DEVNULL, close_fds=True)
     child.returncode = 0                   # reaped below with waitpid(-1); keep Popen away from it
