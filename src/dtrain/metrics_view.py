@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import json
 import math
 import re
 
@@ -65,6 +66,41 @@ def to_json(job: str, metrics: dict) -> dict:
     """{"job": NAME, "metrics": {key: [{"step", "value", "timestamp"}, ...]}} (documented, stable); a NaN
     or infinite value is null (json_safe)."""
     return json_safe({"job": job, "metrics": {k: [p.to_dict() for p in pts] for k, pts in ordered(metrics)}})
+
+
+def _json_number(v) -> str:
+    """A value as json.dumps writes it; NaN and infinities as null (json_safe)."""
+    v = float(v)
+    return repr(v) if math.isfinite(v) else "null"
+
+
+CHUNK = 5000          # points per piece of streamed output: memory stays flat whatever a job logged
+
+
+def json_chunks(job: str, metrics: dict):
+    """to_json's document as text, piece by piece: one point per line, never the whole document (or a dict
+    per point) in memory at once."""
+    yield '{"job": ' + json.dumps(job) + ', "metrics": {'
+    for i, (key, pts) in enumerate(ordered(metrics)):
+        yield ("," if i else "") + "\n  " + json.dumps(key) + ": ["
+        for j in range(0, len(pts), CHUNK):
+            yield ("," if j else "") + ",".join(
+                f'\n    {{"step": {int(p.step)}, "value": {_json_number(p.value)}, "timestamp": {int(p.timestamp)}}}'
+                for p in pts[j:j + CHUNK])
+        yield "\n  ]" if pts else "]"
+    yield "\n}}"
+
+
+def csv_chunks(job: str, metrics: dict, header: bool = True):
+    """csv_text, CHUNK rows at a time."""
+    if header:
+        yield ",".join(CSV_HEADER) + "\n"
+    for key, pts in ordered(metrics):
+        for j in range(0, len(pts), CHUNK):
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerows((job, key, p.step, repr(float(p.value)), p.timestamp) for p in pts[j:j + CHUNK])
+            yield buf.getvalue()
 
 
 def csv_text(job: str, metrics: dict, header: bool = True) -> str:

@@ -72,8 +72,14 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # a JWT anywhere (eyJ... header . payload . signature), e.g. an ID token in an AADSTS message
     (re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"), MASK),
 ]
-# a cheap test first: most log lines hold none of these, and then no pattern runs
-_MAYBE = re.compile(rf"(?i)bearer|sig|eyJ|{_SECRET_KEYS}")
+# a cheap test first: most text holds none of these words, and then no pattern runs. Substring tests on
+# the lower-cased text: a case-insensitive regex alternation was ~100x slower (35 s on 116 MB of metrics)
+_MAYBE_WORDS = ("bearer", "sig", "eyj", "key", "password", "pwd", "secret", "assertion", "token")
+
+
+def _maybe(text: str) -> bool:
+    lower = text.lower()
+    return any(w in lower for w in _MAYBE_WORDS)
 
 
 def redact(text: str) -> str:
@@ -84,7 +90,7 @@ def redact(text: str) -> str:
     for s in _secrets_sorted:
         if s in text:
             text = text.replace(s, MASK)
-    if _MAYBE.search(text):
+    if _maybe(text):
         for pattern, repl in _PATTERNS:
             text = pattern.sub(repl, text)
     return text

@@ -118,7 +118,7 @@ def _texts(log: RankLog, lines: Iterator[LogLine]) -> Iterator[str]:
         yield line.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: a job may log a million points; each costs ~60% less
 class MetricPoint:
     """One value of a metric, as MLflow records it (Azure ML records a job's metrics through MLflow)."""
 

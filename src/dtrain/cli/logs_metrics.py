@@ -59,8 +59,8 @@ def metrics(
     """Show the metrics a job logged through MLflow (loss, learning rate, samples/s, ...): last, min, max
     and steps per metric and a plot of each, or every point as JSON or CSV. Exit 0 (also with none); exit 2
     when --key names a metric the job did not log while it logged others."""
-    from ..metrics_view import csv_text, render_text, to_json
-    from ..output import err, out, out_json, shown
+    from ..metrics_view import csv_chunks, json_chunks, render_text, to_json
+    from ..output import err, out, out_chunks, out_json, shown
 
     check_output(output, ("text", "json", "csv"))
     useless("--interval", interval is not None and not follow, "only applies with --follow")
@@ -79,11 +79,11 @@ def metrics(
         if output == "json":
             out_json(to_json(name, {}))
         return
-    if output == "json":
-        out_json(to_json(name, points))
+    if output == "json":                     # streamed: a million points never sit in memory as text
+        out_chunks(json_chunks(name, points), end="\n", json_text=True)
     elif output == "csv":
         if not follow:                       # --follow has streamed the rows already
-            out(csv_text(name, points).rstrip("\n"))
+            out_chunks(csv_chunks(name, points))
     elif not (follow and sys.stdout.isatty()):   # a live view has drawn the last frame already
         out(shown(render_text(name, points, keys, width=_width()), sys.stdout))
 
