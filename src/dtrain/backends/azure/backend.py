@@ -568,10 +568,10 @@ class AzureBackend(Backend):
         time, whatever order the service answers in (no recording shows its order). With `names`, paging
         stops as soon as every named job has been seen (archived or not). archived: "hide" (the service's
         ActiveOnly, as az ml job list), "all" or "only"."""
+        wanted = set(names) if names else None
+        ml = self.ml                          # first: a workspace that is not configured says so (exit 6)
         from azure.ai.ml.constants import ListViewType
 
-        wanted = set(names) if names else None
-        ml = self.ml
         tags = dict(tags or {})
         kwargs: dict = {"list_view_type": ListViewType.ALL if names or archived == "all" else
                         ListViewType.ARCHIVED_ONLY if archived == "only" else ListViewType.ACTIVE_ONLY}
