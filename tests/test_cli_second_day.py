@@ -41,11 +41,13 @@ def grid4(fake_backend, spec, capsys):
 
 def test_status_wait_and_cancel_take_a_grids_name(grid4, fake_backend, capsys):
     code, out, _ = run(capsys, "status", "gg")
-    assert code == 0 and sorted(line.split("\t")[0] for line in out.splitlines()) == sorted(grid4)
+    assert sorted(line.split("\t")[0] for line in out.splitlines()) == sorted(grid4)
     code, out, _ = run(capsys, "status", "gg", "-o", "json")
-    assert code == 0 and sorted(d["name"] for d in json.loads(out)) == sorted(grid4)
+    assert sorted(d["name"] for d in json.loads(out)) == sorted(grid4)
     code, _, err = run(capsys, "wait", "gg")
     assert code == 1, err                                    # the worst outcome: one of the 4 Failed
+    code, _, _ = run(capsys, "status", "gg")
+    assert code == 1                                         # a grid's status: the worst of those that ended
     code, out, _ = run(capsys, "cancel", "gg")
     assert code == 0 and len(out.splitlines()) == 4
 

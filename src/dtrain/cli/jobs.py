@@ -1,6 +1,7 @@
 """Commands over submitted jobs, by name: status, cancel (list: listing.py; clean: clean.py)."""
 from __future__ import annotations
 
+import typer
 
 from ..errors import UsageError
 from .app import app
@@ -20,17 +21,22 @@ def status(
     workspace_: WorkspaceName = None,
 ):
     """Show jobs' status: each NAME a job, a retry chain or a grid (--matrix --name G: its jobs), and every job
-    --tag lists. Exit 0 whatever the status; errors only when a job cannot be read."""
+    --tag lists. One job: exit 0 whatever its status. Several (a grid, names, --tag): exit by the worst outcome
+    of those that ended (as `wait` would), 0 while the rest run. Errors only when a job cannot be read."""
     from ..runner import Runner
+    from ..status import exit_code, worst
 
-    for info in _each(Runner.status, names, tag, output, local, workspace(subscription, resource_group, workspace_,
-                                                                          local)):
+    infos, single = _each(Runner.status, names, tag, output, local,
+                          workspace(subscription, resource_group, workspace_, local))
+    for info in infos if output == "text" else ():
         show.info(info, output)
         show.attempts(info)
         if info.ports and not info.terminal:          # where a running local job listens (debugging)
             from ..output import err
 
             err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
+    if not single:
+        raise typer.Exit(worst(exit_code(i) for i in infos if i.terminal))
 
 
 @app.command()
@@ -47,8 +53,9 @@ def cancel(
     each is stopped."""
     from ..runner import Runner
 
-    for info in _each(Runner.cancel, names, tag, output, local, workspace(subscription, resource_group, workspace_,
-                                                                          local)):
+    infos, _ = _each(Runner.cancel, names, tag, output, local, workspace(subscription, resource_group, workspace_,
+                                                                         local))
+    for info in infos if output == "text" else ():
         show.info(info, output)
         if not info.terminal:                 # Azure confirms a cancel later (CancelRequested, then Canceled)
             from ..output import note
@@ -57,18 +64,17 @@ def cancel(
                  f"`dtrain wait {info.name}` follows it until it is Canceled")
 
 
-def _each(act, names, tag, output: str, local: bool, ws) -> list:
-    """act (Runner.status or Runner.cancel) on every job NAMEs and --tag stand for; with -o json/jsonl the
-    JSON is printed here (one object for one job named as such, else a list) and nothing is left to print."""
+def _each(act, names, tag, output: str, local: bool, ws) -> tuple[list, bool]:
+    """act (Runner.status or Runner.cancel) on every job NAMEs and --tag stand for: (JobInfos, whether one job
+    was named as such); with -o json/jsonl the JSON is printed here (one object for one job, else a list)."""
     check_output(output)
     r = runner(ws)
     jobs = _jobs(r, names, tag, local)
     infos = [act(r, n, local=local) for n in jobs]
-    if output == "text":
-        return infos
-    emit(infos[0].to_dict() if _single(names, tag, jobs) and output == "json" else [i.to_dict() for i in infos],
-         output)
-    return []
+    single = _single(names, tag, jobs)
+    if output != "text":
+        emit(infos[0].to_dict() if single and output == "json" else [i.to_dict() for i in infos], output)
+    return infos, single
 
 
 def _jobs(r, names, tag, local: bool) -> list[str]:
