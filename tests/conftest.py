@@ -127,3 +127,11 @@ def fake_backend():
     restore = register(fake)
     yield fake
     restore()
+
+
+@pytest.fixture
+def fake_spec(tmp_path):
+    """A small valid local spec (its command is never run by the fake backend): the path, as a str."""
+    p = tmp_path / "job.yml"
+    p.write_text("command: python train.py\nenvironment: azureml:env@latest\ncompute: local\ninputs: {lr: 0.1}\n")
+    return str(p)

@@ -121,3 +121,12 @@ def register(fake: FakeBackend):
     old = register_backend(BackendKind(fake.name, lambda **_: fake, holds=lambda n: n in fake.jobs,
                                        workspace_flags=False))
     return lambda: unregister_backend(fake.name, old)
+
+
+def run_main(capsys, *argv):
+    """dtrain's main() in process (the one error boundary): (exit code, stdout, stderr)."""
+    from dtrain.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

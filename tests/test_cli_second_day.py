@@ -7,28 +7,14 @@ import json
 
 import pytest
 
-from dtrain.cli import main
-
-SPEC = "command: python train.py\nenvironment: azureml:env@latest\ncompute: local\ninputs: {lr: 0.1}\n"
+from fakes import run_main as run
 
 
 @pytest.fixture
-def spec(tmp_path):
-    (tmp_path / "job.yml").write_text(SPEC)
-    return str(tmp_path / "job.yml")
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def grid4(fake_backend, spec, capsys):
+def grid4(fake_backend, fake_spec, capsys):
     """A grid of 4 submitted without --wait; the lr=3 job will fail."""
     fake_backend.script = ["Queued", "Running", "Running", "Completed"]
-    code, out, err = run(capsys, "submit", spec, "--local", "--matrix", "inputs.lr=1,2,3,4", "--name", "gg")
+    code, out, err = run(capsys, "submit", fake_spec, "--local", "--matrix", "inputs.lr=1,2,3,4", "--name", "gg")
     assert code == 0, err
     names = out.split()
     assert len(names) == 4
@@ -76,10 +62,10 @@ def test_several_names_and_an_unknown_one(grid4, fake_backend, capsys):
     assert code == 2 and "--tag" in err
 
 
-def test_a_failed_attempt_is_said_not_to_be_retried(fake_backend, spec, capsys, monkeypatch):
+def test_a_failed_attempt_is_said_not_to_be_retried(fake_backend, fake_spec, capsys, monkeypatch):
     monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0")
     fake_backend.scripts["f"] = ["Queued", "Running", "Failed"]
-    code, _, err = run(capsys, "submit", spec, "--local", "--name", "f", "--retries", "2", "--wait", "-q")
+    code, _, err = run(capsys, "submit", fake_spec, "--local", "--name", "f", "--retries", "2", "--wait", "-q")
     assert code == 1 and fake_backend.submitted == ["f"]
     assert "retried only with --retry-on failed" in err
     code, out, _ = run(capsys, "list")
