@@ -65,7 +65,13 @@ def _hermetic_environment(monkeypatch, tmp_path, _empty_azure_config_dir):
     monkeypatch.setenv("AZURE_CONFIG_DIR", str(_empty_azure_config_dir))
 
 
+SLOW_TIMEOUT_S = 300    # a slow test without its own deadline (pyproject's 120 s is for the fast tier)
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:     # slow tests start processes and jobs; on a loaded 2-core machine 120 s is tight
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     # The longest tests first (installs, then the other slow ones, then the fast tier), so that with
     # several workers (pyproject addopts: -n) they start at once instead of ending the run alone. A
     # stable sort: every xdist worker collects the same order, as it must.

@@ -190,5 +190,16 @@ LOWEST_VERSIONS_TESTS = [f"tests/{name}.py" for name in (
 )]
 
 
-LOWEST_VERSIONS_SDK = ["tests/test_azure_backend.py", "tests/test_conformance.py", "tests/test_azure_emulator.py"]
+# The SDK at its lowest: the bodies it builds (conformance), the emulator's answers to its own calls, and the
+# end-to-end paths through it (submit and render, resubmits, --wait, status/list/logs/cancel/wait,
+# throttling, uploads, token refresh, sign-in and configuration errors). The other emulator tests count
+# requests or check dtrain's own text over those same calls.
+LOWEST_VERSIONS_SDK = ["tests/test_conformance.py", "tests/test_azure_emulator.py"] + [
+    f"tests/test_azure_backend.py::test_{name}" for name in (
+        "submit_prints_name_and_sends_what_render_shows", "same_name_resubmit_against_the_real_service_shapes",
+        "submit_wait_exit_codes_and_every_line_once", "status_list_logs_cancel_and_wait",
+        "submit_survives_throttling_errors_resets_and_slow_answers", "code_upload_refused_by_storage_ends_with_what_to_check",
+        "an_input_upload_to_a_storage_host_that_does_not_resolve_fails_at_once",
+        "expired_token_is_refreshed_from_the_token_file", "authentication_failure_exits_6_with_a_hint",
+        "configuration_errors_exit_6")]
 
