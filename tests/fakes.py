@@ -101,7 +101,8 @@ class FakeBackend(Backend):
             yield LogLine(text, rank=0, node=0)
 
     def cancel(self, name):
-        self.status(name)
+        if self.status(name).terminal:                 # as the real backends: an ended job stays as it ended
+            return self.jobs[name]
         self.canceled.append(name)
         self._steps[name] = []
         self.jobs[name] = JobInfo(**{**self.jobs[name].__dict__, "status": "Canceled"})

@@ -13,8 +13,9 @@ from fakes import run_main as run
 @pytest.fixture
 def grid4(fake_backend, fake_spec, capsys):
     """A grid of 4 submitted without --wait; the lr=3 job will fail."""
-    fake_backend.script = ["Queued", "Running", "Running", "Completed"]
-    code, out, err = run(capsys, "submit", fake_spec, "--local", "--matrix", "inputs.lr=1,2,3,4", "--name", "gg")
+    fake_backend.script = ["Queued"] + ["Running"] * 20 + ["Completed"]     # running while the commands look
+    code, out, err = run(capsys, "submit", fake_spec, "--local", "--matrix", "inputs.lr=1,2,3,4", "--name", "gg",
+                         "--max-parallel", "4")
     assert code == 0, err
     names = out.split()
     assert len(names) == 4
@@ -34,8 +35,8 @@ def test_status_wait_and_cancel_take_a_grids_name(grid4, fake_backend, capsys):
     assert code == 1, err                                    # the worst outcome: one of the 4 Failed
     code, _, _ = run(capsys, "status", "gg")
     assert code == 1                                         # a grid's status: the worst of those that ended
-    code, out, _ = run(capsys, "cancel", "gg")
-    assert code == 0 and len(out.splitlines()) == 4
+    code, out, _ = run(capsys, "cancel", "gg")                # all 4 had ended: the worst of them, Failed
+    assert code == 1 and len(out.splitlines()) == 4
 
 
 def test_logs_of_a_grid_pick_one_job(grid4, fake_backend, capsys):
@@ -49,7 +50,7 @@ def test_logs_of_a_grid_pick_one_job(grid4, fake_backend, capsys):
 def test_cancel_by_tag_cancels_exactly_the_matching_jobs(grid4, fake_backend, capsys):
     one = grid4[0]
     code, out, err = run(capsys, "cancel", "--tag", "dtrain.matrix.inputs.lr=1")
-    assert code == 0, err
+    assert code == 3, err                                     # the one it matched is Canceled
     assert fake_backend.canceled == [one] and out.split("\t")[0] == one
 
 

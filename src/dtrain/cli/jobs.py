@@ -53,8 +53,8 @@ def cancel(
     each is stopped."""
     from ..runner import Runner
 
-    infos, _ = _each(Runner.cancel, names, tag, output, local, workspace(subscription, resource_group, workspace_,
-                                                                         local))
+    infos, single = _each(Runner.cancel, names, tag, output, local,
+                          workspace(subscription, resource_group, workspace_, local))
     for info in infos if output == "text" else ():
         show.info(info, output)
         if not info.terminal:                 # Azure confirms a cancel later (CancelRequested, then Canceled)
@@ -62,6 +62,10 @@ def cancel(
 
             note(f"{info.name}: cancel requested, still in progress (status {info.status}); "
                  f"`dtrain wait {info.name}` follows it until it is Canceled")
+    if not single:                            # several jobs: how they ended, as status and wait say it
+        from ..status import exit_code, worst
+
+        raise typer.Exit(worst(exit_code(i) for i in infos if i.terminal))
 
 
 def _each(act, names, tag, output: str, local: bool, ws) -> tuple[list, bool]:
