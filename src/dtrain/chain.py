@@ -482,9 +482,13 @@ class ChainView(Backend):
                              hint="stop the `dtrain wait` / `submit --wait` that follows it, where it runs")
         return self.status(name)
 
-    def list(self, *, experiment=None, tags=None, limit=None, names=None) -> list:
-        """A chain's attempts fold into one row, its own name's (when its first attempt is listed)."""
-        infos = self.inner.list(experiment=experiment, tags=tags, limit=limit, names=names)
+    def list(self, *, experiment=None, tags=None, limit=None, names=None, archived: str = "hide") -> list:
+        """A chain's attempts fold into one row, its own name's (when its first attempt is listed).
+        archived: "hide" (the backend's list), "all" or "only" (its list_archived)."""
+        if archived == "hide":
+            infos = self.inner.list(experiment=experiment, tags=tags, limit=limit, names=names)
+        else:
+            infos = self.inner.list_archived(only=archived == "only", experiment=experiment, tags=tags, limit=limit)
         heads = {i.name for i in infos if is_chain_head(i)}
         out = []
         for i in infos:

@@ -45,20 +45,10 @@ def parse_status(text: str) -> JobStatus:
     return found
 
 
-def _fold_chains(view: ChainView, infos: list) -> list:
-    """A listing's retry-chain attempts folded into their chain's row, as ChainView.list folds them."""
-    from .chain import CHAIN_TAG, is_chain_head
-
-    heads = {i.name for i in infos if is_chain_head(i)}
-    return [view.view(i) if i.name in heads else i for i in infos
-            if (i.tags or {}).get(CHAIN_TAG) not in heads or (i.tags or {}).get(CHAIN_TAG) == i.name]
-
-
 class Runner:
     def __init__(self, workspace: Workspace | None = None, *, notify: Notify | None = None):
         self.workspace = workspace or Workspace()
         self.notify = notify
-        self._backends: dict = {}
         self._views: dict = {}
 
     # --- backends (never handed out: the runner is the facade) ------------------------------------
@@ -68,8 +58,7 @@ class Runner:
         flags = self.workspace.flags(recorded) if kind == AZURE else {}
         key = (kind, tuple(sorted(flags.items())))
         if key not in self._views:
-            self._backends[key] = get_backend(kind, notify=self.notify, **flags)
-            self._views[key] = ChainView(self._backends[key], self.notify)
+            self._views[key] = ChainView(get_backend(kind, notify=self.notify, **flags), self.notify)
         return self._views[key]
 
     def _owner(self, name: str, local: bool = False) -> ChainView:
@@ -223,11 +212,8 @@ class Runner:
         wanted = {parse_status(s) for s in statuses}
         view = self._listing(local)
         cap = None if wanted else limit
-        if archived == "hide" or names:
-            infos = view.list(experiment=experiment, tags=tags, limit=cap, names=names)
-        else:
-            infos = _fold_chains(view, view.inner.list_archived(only=archived == "only", experiment=experiment,
-                                                                tags=tags, limit=cap))
+        infos = view.list(experiment=experiment, tags=tags, limit=cap, names=names,
+                          archived="hide" if names else archived)
         if wanted:
             infos = [i for i in infos if JobStatus.parse(i.status) in wanted][:limit]
         return infos
@@ -295,25 +281,29 @@ class Runner:
                 return {names[0]}
             except JobNotFound:
                 return set()
-        by_backend: dict = {}
-        for n in names:
+        return {i.name for b, ns in self._by_backend(names, local=local, unknown_ok=True)
+                for i in b.list(names=ns)}
+
+    def _by_backend(self, items, name_of=lambda n: n, *, local: bool = False, unknown_ok: bool = False) -> "List":
+        """[(backend, its items)]: items (names, or JobInfos with name_of) grouped by the backend that owns
+        each, so that many jobs cost one call per backend. unknown_ok: a name no backend owns is left out."""
+        groups: dict = {}
+        for item in items:
             try:
-                b = self._owner(n, local)
+                b = self._owner(name_of(item), local)
             except JobNotFound:
+                if not unknown_ok:
+                    raise
                 continue
-            by_backend.setdefault(id(b), (b, []))[1].append(n)
-        return {i.name for b, ns in by_backend.values() for i in b.list(names=ns)}
+            groups.setdefault(id(b), (b, []))[1].append(item)
+        return list(groups.values())
 
     def snapshot(self, names) -> dict:
         """Current JobInfo of each name: one status() call for a lone job, one list() call per backend for
         several (so the cost per poll does not grow with the number of jobs); a job seen ending is read
         once more with status() for its failure details."""
-        by_backend: dict = {}
-        for n in names:
-            b = self._owner(n)
-            by_backend.setdefault(id(b), (b, []))[1].append(n)
         got = {}
-        for backend, ns in by_backend.values():
+        for backend, ns in self._by_backend(names):
             if len(ns) == 1:
                 got[ns[0]] = backend.status(ns[0])
                 continue
@@ -359,12 +349,8 @@ class Runner:
         backend that cannot read them now gives none (a metric column is not worth failing a follow for)."""
         from .errors import DtrainError
 
-        by_backend: dict = {}
-        for i in infos:
-            b = self._owner(i.name)
-            by_backend.setdefault(id(b), (b, []))[1].append(i)
         got: dict = {}
-        for b, jobs in by_backend.values():
+        for b, jobs in self._by_backend(infos, lambda i: i.name):
             try:
                 latest = b.latest_metrics(jobs)
             except (DtrainError, OSError):
