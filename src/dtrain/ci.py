@@ -90,6 +90,27 @@ def attempts_markdown(infos) -> list[str]:
     return out
 
 
+def cost_markdown(infos) -> list[str]:
+    """What each ended job cost (a chain: per attempt), and the total (cost.py: run time x nodes x price)."""
+    from .cost import job_cost
+
+    rows, totals = ["| job | cost (USD) | price | source |", "|---|---|---|---|"], []
+    for i in infos:
+        c = job_cost(i) if i.terminal else None
+        if not c or c.get("total") is None:
+            continue
+        p = c["price"]
+        src = f"{p['source']}, {p['as_of']}" + (", local run priced as on Azure ML" if c.get("local") else "")
+        for a in c.get("attempts") or []:
+            if a.get("total") is not None:
+                rows.append(f"| {md_text(a['name'])} | {a['total']:,.2f} | {p['per_hour']:g}/h x {i.nodes} | {md_text(src)} |")
+        rows.append(f"| {md_text(i.name)} | {c['total']:,.2f} | {p['per_hour']:g}/h x {i.nodes} | {md_text(src)} |")
+        totals.append(c["total"])
+    if len(totals) > 1:
+        rows.append(f"| total | {sum(totals):,.2f} | | |")
+    return ["#### cost", "", *rows, ""] if totals else []
+
+
 def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = None) -> str:
     """The jobs as a Markdown table; `columns` (name -> {header: value}) adds columns, e.g. a grid's
     --matrix values."""
@@ -107,7 +128,7 @@ def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = 
         own = (columns or {}).get(i.name, {})
         rows.append(f"| {name} | {md_text(status)} | " + "".join(f"{_md_cell(own.get(h, ''))} | " for h in extra)
                     + f"{i.nodes} x {i.processes_per_node} | {md_text(i.started or '')} | {md_text(i.ended or '')} |")
-    out = ["### dtrain", "", *rows, "", *attempts_markdown(infos), *metrics_markdown(metrics or {})]
+    out = ["### dtrain", "", *rows, "", *attempts_markdown(infos), *cost_markdown(infos), *metrics_markdown(metrics or {})]
     for i in infos:
         if i.failure:
             title, body = _failure_text(i)

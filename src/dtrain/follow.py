@@ -145,7 +145,8 @@ class _Loop:
         for name, info in self.read(active).items():
             if self.opts.drive and info.status == JobStatus.RETRYING:
                 info = self.runner.advance(name)      # decide, then submit the next attempt when due
-            changed = name not in self.infos or self.infos[name].status != info.status
+            changed = name not in self.infos or (self.infos[name].status, self.infos[name].waiting) != (
+                info.status, info.waiting)                # a new reason why it waits is news too
             self.infos[name] = info
             if changed:
                 self.poll.reset()
@@ -250,7 +251,7 @@ def stream(runner: "Runner", name: str, timeout: float | None = None, rank: int 
     so a fast log waits for the reader of the events instead of piling up."""
     deadline = time.monotonic() + timeout if timeout else None
     lines = _pump(runner, name, rank, tick_s)
-    status = first.status if first is not None else None
+    status = (first.status, first.waiting) if first is not None else None
     chain = bool(first is not None and first.chain)
     polled = time.monotonic()
     started = False
@@ -268,8 +269,8 @@ def stream(runner: "Runner", name: str, timeout: float | None = None, rank: int 
                 chain = chain or bool(info.chain)
                 if info.status == JobStatus.RETRYING:
                     info = runner.advance(name)
-                if info.status != status:
-                    status = info.status
+                if (info.status, info.waiting) != status:
+                    status = (info.status, info.waiting)
                     yield StatusChanged(info)
         yield Quiet(name)
     info = runner.status(name)

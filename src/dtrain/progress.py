@@ -33,6 +33,7 @@ class StartProgress:
         self.tty = self.stream.isatty() if tty is None else tty
         self.t0 = time.monotonic()
         self._status: str | None = None
+        self._waiting: str | None = None
         self._drawn = False
         self.done = False
         self._change(info.status)
@@ -43,6 +44,10 @@ class StartProgress:
             return f"starting {_shape(self.info)} ({st})"
         if st == "Running":
             return f"{st}: waiting for the first log line"
+        if self.info.waiting:                  # why it is not running yet (backends/azure/capacity.py)
+            from .output import shown
+
+            return f"{st}: {shown(self.info.waiting, self.stream)}"
         return st or "submitted"
 
     def _write(self, text: str) -> None:
@@ -56,9 +61,9 @@ class StartProgress:
             self._drawn = True
 
     def _change(self, status: str) -> None:
-        if status == self._status:
+        if (status, self.info.waiting) == (self._status, self._waiting):
             return
-        self._status = status
+        self._status, self._waiting = status, self.info.waiting
         if self.tty:
             self._draw()
         else:

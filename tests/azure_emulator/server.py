@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
+from .capacity import Capacity
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
@@ -236,6 +237,7 @@ class AzureMLEmulator:
         self.tokens_seen: List[str] = []
         self._operations: Dict[str, Dict[str, Any]] = {}
         self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
+        self.capacity = Capacity()       # usages (quota), retail prices (capacity.py)
         self._default_script = StatusScript()
         self._job_scripts: Dict[str, StatusScript] = {}
         self._lock = threading.RLock()
@@ -473,8 +475,12 @@ class AzureMLEmulator:
                     "scaleSettings": {"maxNodeCount": max_nodes, "minNodeCount": 0,
                                       "nodeIdleTimeBeforeScaleDown": "PT120S"},
                     "allocationState": "Steady",
+                    "allocationStateTransitionTime": _now_iso(),
+                    "errors": None,
                     "currentNodeCount": 0,
                     "targetNodeCount": 0,
+                    "nodeStateCounts": {"preparingNodeCount": 0, "runningNodeCount": 0, "idleNodeCount": 0,
+                                        "unusableNodeCount": 0, "leavingNodeCount": 0, "preemptedNodeCount": 0},
                     "enableNodePublicIp": True,
                 },
             },
@@ -570,6 +576,9 @@ class AzureMLEmulator:
             return self._blob(method, path[len(account) + 1:], query, headers, body)
         if path == "/metadata/endpoints":
             return _json(200, [self.cloud_metadata()])
+        routed = self.capacity.route(self, method, path, query)
+        if routed is not None:
+            return routed
         if path.startswith("/discovery/"):
             return _json(200, self._discovery())
         if path.startswith("/studio/") or path.startswith("/portal/"):
@@ -1391,7 +1400,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(record, fault.status, code, message, extra, is_blob)
             return
 
-        needs_bearer = not is_blob and not path.startswith(("/discovery/", "/metadata/", "/studio/", "/portal/"))
+        needs_bearer = not is_blob and not path.startswith(("/discovery/", "/metadata/", "/studio/", "/portal/", "/api/retail/"))
         if needs_bearer and emu.require_bearer and token is None:
             self._error(record, 401, "AuthenticationFailed", "Authentication failed: no bearer token.",
                         {"WWW-Authenticate": 'Bearer authorization_uri="https://login.microsoftonline.com/common", '

@@ -72,6 +72,8 @@ class JobInfo:
     chain: dict | None = None             # a retry chain shown as one job (chain.py): policy, attempts, next
     description: str | None = None
     archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
+    instance_type: str | None = None      # the VM size its nodes are (what its cost is priced by: cost.py)
+    waiting: str | None = None            # why a Queued/Preparing job is not running yet, where the backend knows
 
     @property
     def terminal(self) -> bool:

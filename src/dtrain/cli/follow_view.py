@@ -47,7 +47,7 @@ class _Printer:
             if self.output == "jsonl":
                 out_jsonl({"event": "status", "job": info.name, "status": info.status})
             else:
-                err(f"{info.name}: {shown(info.status)}")
+                err(f"{info.name}: {shown(info.status)}" + (f" ({shown(info.waiting)})" if info.waiting else ""))
 
     def log(self, ev) -> None:
         if self.progress is not None and not self.progress.done:
@@ -71,6 +71,8 @@ class _Printer:
         if self.output == "text":
             show.attempts(info)
         show.failure(info)
+        if self.output == "text":
+            show.cost(info, f"{info.name}: cost ")
 
 
 def follow_jobs(runner, names, *, output: str, timeout, stream: bool, submitted=None):
@@ -106,10 +108,10 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
         if submitted is not None:
             from ..metrics_view import json_safe
 
-            emit({**infos[0].to_dict(), "metrics": json_safe({k: pt.to_dict() for k, pt in (metrics or {}).items()})},
+            emit({**show.as_dict(infos[0]), "metrics": json_safe({k: pt.to_dict() for k, pt in (metrics or {}).items()})},
                  "json")
         else:
-            emit([i.to_dict() for i in infos], "json")
+            emit([show.as_dict(i) for i in infos], "json")
     for info in infos:
         p.final(info)
         if exit_code(info) == ExitCode.JOB_FAILED:

@@ -10,7 +10,7 @@ from .options import check_timeout, runner, submit_options, useless, useless_all
 
 
 def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, inputs, output: str, timeout,
-                quiet: bool, dry_run: bool, max_parallel, ws, allow=None, max_jobs=None) -> None:
+                quiet: bool, dry_run: bool, max_parallel, ws, allow=None, max_jobs=None, max_cost=None) -> None:
     """Validate every combination, then submit them throttled; with --wait exit by the worst outcome."""
     from .. import grid
     from ..output import print_diagnostics
@@ -29,6 +29,10 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
     g = grid.build_grid(spec, sets, matrix, name, allow=allow, max_jobs=max_jobs or grid.MAX_JOBS)
     print_diagnostics(g.warnings)
     is_local = grid.where(g, local)
+    if max_cost is not None:                 # every combination priced, the sum gated, before any is sent
+        from ..cost import check_max_cost, estimate
+
+        check_max_cost([estimate(m.spec, local=is_local) for m in g.members], max_cost, f"the grid of {len(g.members)} jobs")
     useless("--input", inputs and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     if dry_run:
         for m in g.members:

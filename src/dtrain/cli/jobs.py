@@ -35,6 +35,8 @@ def status(
             from ..output import err
 
             err("ports: " + ", ".join(f"{k}={v}" for k, v in info.ports.items()))
+    if output == "text" and len(infos) > 1:
+        show.total_cost(infos)
     if not single:
         raise typer.Exit(worst(exit_code(i) for i in infos if i.terminal))
 
@@ -77,7 +79,7 @@ def _each(act, names, tag, output: str, local: bool, ws) -> tuple[list, bool]:
     infos = [act(r, n, local=local) for n in jobs]
     single = _single(names, tag, jobs)
     if output != "text":
-        emit(infos[0].to_dict() if single and output == "json" else [i.to_dict() for i in infos], output)
+        emit(show.as_dict(infos[0]) if single and output == "json" else [show.as_dict(i) for i in infos], output)
     return infos, single
 
 

@@ -5,12 +5,33 @@ from ..output import err, out, out_json, paint, shown
 
 
 def info(i, output: str) -> None:
-    """One job: `name<TAB>status` (and why it failed) on a terminal, or its JSON."""
+    """One job: `name<TAB>status` (and why it failed, why it waits, what it cost) on a terminal, or its JSON."""
     if output == "json":
-        out_json(i.to_dict())
+        out_json(as_dict(i))
         return
     out(f"{i.name}\t{shown(i.status, None)}" + ("\t(timed out)" if i.timed_out else ""))
+    if i.waiting and not i.terminal:
+        err(f"  waiting: {shown(i.waiting)}")
     failure(i)
+    cost(i)
+
+
+def as_dict(i) -> dict:
+    """A job's JSON, with what it cost once it ran (cost.py; priced offline: cache or snapshot)."""
+    from ..cost import job_cost
+
+    d = i.to_dict()
+    c = job_cost(i) if i.terminal else None
+    return {**d, "cost": c} if c else d
+
+
+def cost(i, prefix: str = "  cost: ") -> None:
+    """What an ended job cost, from its measured run time (a chain: each attempt and the total)."""
+    from ..cost import cost_text, job_cost
+
+    c = job_cost(i) if i.terminal else None
+    if c is not None:
+        err(prefix + cost_text(c))
 
 
 def failure(i) -> None:
@@ -38,3 +59,12 @@ def attempts(i) -> None:
             f"(submitted by `dtrain wait {c['name']}`)")
     if c.get("not_retried"):
         err(f"  no attempt {c['attempt'] + 1}: {shown(c['not_retried'])}")
+
+
+def total_cost(infos) -> None:
+    """Several jobs (a grid, --tag): the sum of what those that ended cost."""
+    from ..cost import job_cost
+
+    costs = [c for c in (job_cost(i) for i in infos if i.terminal) if c and c.get("total") is not None]
+    if len(costs) > 1:
+        err(f"cost: ${sum(c['total'] for c in costs):,.2f} in total for {len(costs)} ended jobs")

@@ -40,6 +40,9 @@ def submit(
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", metavar="N", help="With --matrix: allow a grid of "
                                            "up to N jobs (default 1000; a larger grid is refused before anything "
                                            "is built)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="AMOUNT", help="Refuse (exit 2, nothing "
+                                             "sent) a job or grid whose estimated cost in USD is above AMOUNT "
+                                             "(`dtrain cost`; a local run is priced as on Azure ML)."),
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
@@ -60,7 +63,7 @@ def submit(
 
         return submit_grid(spec, matrix, local=local, wait=wait, name=name, sets=set_, inputs=input_, output=output,
                            timeout=timeout, quiet=quiet, dry_run=dry_run, max_parallel=max_parallel, ws=ws, allow=allow,
-                           max_jobs=max_jobs)
+                           max_jobs=max_jobs, max_cost=max_cost)
     useless("--max-parallel", max_parallel is not None, "only applies with --matrix (one job has nothing to throttle)")
     useless("--max-jobs", max_jobs is not None, "only applies with --matrix")
     _check_flags(dry_run, wait, output, timeout, quiet, ws)
@@ -68,9 +71,12 @@ def submit(
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     useless("--python", python and not is_local, "only applies to local runs (on Azure the environment's python runs)")
+    _gate(spec_obj, max_cost, is_local)
     if dry_run:
+        from .cost import dry_run_line
         from .spec_cmds import print_rendered
 
+        dry_run_line(spec_obj, local=is_local)
         return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python)
     r = runner(ws)
     info = r.submit(spec_obj, submit_options(name, input_, allow, python), local=is_local, policy=policy)
@@ -79,6 +85,14 @@ def submit(
         from .follow_view import follow_jobs
 
         follow_jobs(r, [info.name], output=output, timeout=timeout, stream=not quiet, submitted=info)
+
+
+def _gate(spec_obj, max_cost, is_local: bool) -> None:
+    if max_cost is not None:
+        from ..cost import check_max_cost
+        from .cost import estimate_specs
+
+        check_max_cost(estimate_specs("", None, None, None, specs=spec_obj, local=is_local)[1], max_cost)
 
 
 def _check_flags(dry_run: bool, wait: bool, output: str, timeout, quiet: bool, ws) -> None:

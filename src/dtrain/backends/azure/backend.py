@@ -189,6 +189,7 @@ class AzureBackend(Backend):
         self._mlflow_rest = None                       # the workspace's MLflow REST client (metrics)
         self._experiment_ids: dict[str, str | None] = {}
         self._search_state: dict = {}
+        self._capacity = None                          # capacity.Reader: compute and quota reads, cached
 
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
@@ -228,6 +229,15 @@ class AzureBackend(Backend):
         self.notices.append(notice)
         if self._notify is not None:
             self._notify(notice)
+
+    def capacity(self):
+        """Reads of the target compute and the region's quota (capacity.py), cached a while per backend."""
+        if self._capacity is None:
+            from .capacity import Reader
+
+            self._capacity = Reader(self.ml, self.workspace().workspace_name,
+                                    env_float("DTRAIN_AZURE_CAPACITY_TTL_S", 30.0))
+        return self._capacity
 
     def _errors(self, what: str, job: str | None = None):
         return azure_errors(what, job=job, workspace=self._ws)
@@ -303,6 +313,9 @@ class AzureBackend(Backend):
         existing = self._get_raw(name, gave_up=unchecked)
         if existing is not None:
             return self._adopt(plan, existing)
+        from .capacity import preflight
+
+        preflight(self.capacity(), plan.body, self._tell)   # exit 2 before any upload or PUT where it never starts
         ml = self.ml
         backoff = Backoff(1.0, cap=4.0, factor=2.0)
         for attempt in range(3):
@@ -354,6 +367,9 @@ class AzureBackend(Backend):
             raise JobNotFound(f"no Azure ML job named '{name}' in workspace {self.workspace().workspace_name}",
                               hint="`dtrain list` shows the jobs")
         info = self._info_from_rest(raw)
+        from .capacity import annotate
+
+        annotate(self.capacity(), info, raw.get("properties") or {})   # VM size; why it waits
         if info.terminal:
             self._complete(info, raw.get("properties") or {})
             self._final[name] = info
@@ -590,6 +606,8 @@ class AzureBackend(Backend):
             return out if limit is None else out[:limit]
 
         jobs = self._retrying("list jobs", fetch)
+        from .capacity import WAITING, annotate
+
         infos = []
         for job in jobs:
             info = self._info_from_entity(job)
@@ -597,6 +615,9 @@ class AzureBackend(Backend):
                     and getattr(job.limits, "timeout", None):
                 info = self._final.get(info.name) or self.status(info.name)  # once per ended job, then cached
             info.archived = info.archived or archived == "only"   # a listed entity does not say; its view does
+            if info.status in WAITING:                           # why it waits (compute and quota, cached)
+                annotate(self.capacity(), info, {"computeId": getattr(job, "compute", None),
+                                                 "resources": {"instanceType": info.instance_type}})
             infos.append(info)
         return infos
 
@@ -610,7 +631,8 @@ class AzureBackend(Backend):
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                        created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                        url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
-                       archived=bool(props.get("isArchived")))
+                       archived=bool(props.get("isArchived")),
+                       instance_type=(props.get("resources") or {}).get("instanceType"))
 
     def _info_from_entity(self, job) -> JobInfo:
         nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
@@ -620,7 +642,8 @@ class AzureBackend(Backend):
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
-                       description=getattr(job, "description", None))
+                       description=getattr(job, "description", None),
+                       instance_type=getattr(getattr(job, "resources", None), "instance_type", None))
 
 
 def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:

@@ -57,6 +57,20 @@ def run_details(jobs, name: str):
     return jobs._runs_operations.get_run_details(name)
 
 
+def compute_rest(ml, name: str) -> dict | None:
+    """The compute resource as REST JSON (camelCase: properties.properties.allocationState, nodeStateCounts,
+    errors), which the public Compute entity leaves out; None when there is no such compute."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    ops = ml.compute._operation                 # ComputeOperations' REST client (set in its __init__)
+    try:
+        rest = ops.get(ml.compute._operation_scope.resource_group_name, ml.compute._workspace_name, name)
+    except ResourceNotFoundError:
+        return None
+    # the ARM models are mappings over the REST JSON (as_dict: camelCase keys, read-only fields kept)
+    return rest.as_dict() if hasattr(rest, "as_dict") else dict(rest)
+
+
 def delete_tags(jobs, ws, experiment: str, name: str, keys: list) -> None:
     """Remove tags from a job: the run history's tag PATCH with tagsToDelete (jobs.update only merges tags;
     `ws` is dtrain's resolved workspace, whose ids the SDK's own update sends too)."""

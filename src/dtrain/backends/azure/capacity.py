@@ -1,0 +1,286 @@
+"""Will the job start, and if not yet, why: the target compute and the subscription's vCPU quota, read before
+submit and while a job waits (docs/capacity.md).
+
+Two reads, both through azure-ai-ml's HTTP pipeline: the compute resource (Compute_Get: vmSize, vmPriority,
+scaleSettings, allocationState, current/target node counts, nodeStateCounts, errors) and the subscription's
+usages in the workspace's region (Usages_List, machineLearningServices.json: currentValue and limit in
+vCPUs per VM family and in total). The checks themselves are pure functions of what was read (`findings`,
+`waiting`), so each says which number came from where.
+
+- refuse (exit 2, before any upload or PUT): more nodes than the cluster's maxNodeCount; a VM size other
+  than the cluster's; more vCPUs than the family's or the region's quota limit;
+- warn (submit goes on, the job will wait): quota left below what the job needs while other jobs hold it;
+  the cluster at its maximum with every node busy; an allocation error on the cluster.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ...spec.vmsizes import lookup
+
+# dtrain's VM families (spec/vmsizes.py) -> the family in Azure's quota names ("Standard NDSH100v5 Family
+# Cluster Dedicated vCPUs"): Azure's compute family names, as the portal's quota page lists them.
+QUOTA_FAMILY = {
+    "NC v3": "NCSv3", "NC T4 v3": "NCASv3_T4", "NC A100 v4": "NCADSA100v4", "NC H100 v5": "NCADSH100v5",
+    "NCC H100 v5": "NCCADSH100v5", "NV A10 v5": "NVADSA10v5", "ND v2": "NDSv2", "ND A100 v4": "NDASv4_A100",
+    "NDm A100 v4": "NDAMSv4_A100", "ND H100 v5": "NDSH100v5", "ND H200 v5": "NDSH200v5",
+    "ND MI300X v5": "NDISMI300Xv5", "ND GB200 v6": "NDGB200v6",
+}
+WAITING = ("NotStarted", "Starting", "Provisioning", "Preparing", "Queued")
+
+
+@dataclass
+class Compute:
+    name: str
+    vm_size: str
+    priority: str                  # Dedicated | LowPriority
+    min_nodes: int
+    max_nodes: int
+    allocation_state: str          # Steady | Resizing
+    since: str | None              # allocationStateTransitionTime
+    current: int
+    target: int
+    states: dict = field(default_factory=dict)     # nodeStateCounts
+    errors: list = field(default_factory=list)     # the service's error messages (untrusted text)
+    kind: str = "AmlCompute"
+
+    @classmethod
+    def from_rest(cls, name: str, body: dict) -> "Compute":
+        outer = body.get("properties") or {}
+        p = outer.get("properties") or {}
+        scale = p.get("scaleSettings") or {}
+        errors = [_error_text(e) for e in (p.get("errors") or []) + (outer.get("provisioningErrors") or [])]
+        return cls(name=name, vm_size=str(p.get("vmSize") or ""), priority=str(p.get("vmPriority") or "Dedicated"),
+                   min_nodes=int(scale.get("minNodeCount") or 0), max_nodes=int(scale.get("maxNodeCount") or 0),
+                   allocation_state=str(p.get("allocationState") or ""), since=p.get("allocationStateTransitionTime"),
+                   current=int(p.get("currentNodeCount") or 0), target=int(p.get("targetNodeCount") or 0),
+                   states=dict(p.get("nodeStateCounts") or {}), errors=[e for e in errors if e],
+                   kind=str(outer.get("computeType") or ""))
+
+    @property
+    def where(self) -> str:
+        return f"GET computes/{self.name}"
+
+
+def _error_text(e) -> str:
+    inner = (e or {}).get("error") if isinstance(e, dict) and isinstance(e.get("error"), dict) else e
+    if not isinstance(inner, dict):
+        return str(inner or "")
+    code, msg = inner.get("code"), str(inner.get("message") or "")
+    return f"{msg} ({code})" if code and code not in msg else msg or str(code or "")
+
+
+@dataclass
+class Usage:
+    name: str                      # "Standard NDSH100v5 Family Cluster Dedicated vCPUs"
+    kind: str                      # the usage's type, e.g. Microsoft.MachineLearningServices/vmFamily/usages
+    current: int
+    limit: int
+
+
+@dataclass
+class Finding:
+    level: str                     # refuse | warn
+    text: str
+
+    def to_dict(self) -> dict:
+        return {"level": self.level, "text": self.text}
+
+
+def _usage_name(name) -> str:
+    """The SDK's Usage.name: a UsageName, or the REST dict {"value", "localizedValue"} as it is today."""
+    if isinstance(name, dict):
+        return str(name.get("value") or name.get("localizedValue") or "")
+    return str(getattr(name, "value", None) or name or "")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def quota_for(usages: list, vm_size: str, low_priority: bool) -> tuple[Usage | None, Usage | None, str | None]:
+    """(the family's usage, the region's total, the family's quota name) for a VM size."""
+    size = lookup(vm_size)
+    family = QUOTA_FAMILY.get(size.family) if size else None
+    tier = "lowpriority" if low_priority else "dedicated"
+    fam = total = None
+    for u in usages:
+        n = _norm(u.name)
+        if family and u.kind.endswith("vmFamily/usages") and n == f"standard{_norm(family)}familycluster{tier}vcpus":
+            fam = u
+        elif u.kind.endswith(("lowPriorityCores/usages" if low_priority else "dedicatedCores/usages")):
+            total = u
+    return fam, total, family
+
+
+def findings(*, vm_size: str | None, nodes: int, compute: Compute | None, usages: list | None,
+             region: str, spec_vm_size: str | None = None, low_priority: bool = False) -> list:
+    """What stops or delays a job of `nodes` x `vm_size` on `compute` (None: serverless) with these usages."""
+    out: list[Finding] = []
+    if compute is not None:
+        out += _cluster_findings(compute, nodes, spec_vm_size)
+        vm_size = compute.vm_size or vm_size
+        low_priority = compute.priority.lower() == "lowpriority"
+    size = lookup(vm_size) if vm_size else None
+    if size is None or usages is None:
+        return out
+    idle = int(compute.states.get("idleNodeCount") or 0) if compute else 0
+    need_all, need_new = nodes * size.vcpus, max(0, nodes - idle) * size.vcpus
+    fam, total, family = quota_for(usages, size.name, low_priority)
+    src = f"Usages list for {region}"
+    for u, label in ((fam, f"{family} family"), (total, "regional total")):
+        if u is None or u.limit < 0:            # -1: no limit of its own (the example's LowPriority families)
+            continue
+        what = f"{nodes} x {size.name} need {need_all} vCPUs ({size.vcpus} each: dtrain's VM size table)"
+        if need_all > u.limit:
+            out.append(Finding("refuse", f"{what}, above the {label} quota limit of {u.limit} vCPUs "
+                                         f"('{u.name}', {src}): the job can never start"))
+        elif u.current + need_new > u.limit:
+            out.append(Finding("warn", f"quota: {u.current} of {u.limit} vCPUs of {label} in use ('{u.name}', "
+                                       f"{src}); {what}: it waits until {u.current + need_new - u.limit} are freed"))
+    if fam is None and family:
+        out.append(Finding("warn", f"no {family} family quota in the Usages list for {region}: quota not checked"))
+    return out
+
+
+def _cluster_findings(c: Compute, nodes: int, spec_vm_size: str | None) -> list:
+    out = []
+    if c.kind and c.kind != "AmlCompute":
+        return out
+    if c.max_nodes and nodes > c.max_nodes:
+        out.append(Finding("refuse", f"resources.instance_count {nodes} is more than cluster {c.name}'s maximum of "
+                                     f"{c.max_nodes} nodes (scaleSettings.maxNodeCount, {c.where}): the job can never "
+                                     "start"))
+    if spec_vm_size and c.vm_size and spec_vm_size.lower() != c.vm_size.lower():
+        out.append(Finding("refuse", f"resources.instance_type {spec_vm_size} is not cluster {c.name}'s VM size "
+                                     f"{c.vm_size} (vmSize, {c.where})"))
+    busy = int(c.states.get("runningNodeCount") or 0) + int(c.states.get("preparingNodeCount") or 0)
+    if c.max_nodes and c.current >= c.max_nodes and busy >= c.max_nodes:
+        out.append(Finding("warn", f"cluster {c.name} is at its maximum of {c.max_nodes} nodes, all busy "
+                                   f"(nodeStateCounts, {c.where}): the job waits for them"))
+    for e in c.errors[:3]:
+        out.append(Finding("warn", f"cluster {c.name} reports an allocation error: {e} ({c.where})"))
+    return out
+
+
+def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_size: str | None, nodes: int,
+            region: str, now: datetime | None = None) -> str | None:
+    """One short reason why a Queued/Preparing job is not running yet, from the same reads."""
+    if status not in WAITING:
+        return None
+    if compute is not None:
+        if compute.errors:
+            return f"allocation failed: {compute.errors[0]}"
+        if compute.allocation_state.lower() == "resizing":
+            return f"cluster resizing {compute.current} -> {compute.target} nodes{_since(compute.since, now)}"
+        busy = int(compute.states.get("runningNodeCount") or 0)
+        if compute.max_nodes and busy >= compute.max_nodes:
+            return f"cluster at max {compute.max_nodes} nodes, all running other jobs"
+    for f in findings(vm_size=vm_size, nodes=nodes, compute=None, usages=usages, region=region,
+                      low_priority=bool(compute and compute.priority.lower() == "lowpriority")):
+        if f.text.startswith("quota: "):
+            return f.text.split(" ('")[0]          # "quota: 20 of 24 vCPUs of NCADSH100v5 family in use"
+    if status == "Preparing":
+        return "preparing: building or pulling the environment image"
+    return None
+
+
+def _since(ts: str | None, now: datetime | None) -> str:
+    try:
+        t = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    mins = max(0, int(((now or datetime.now(timezone.utc)) - t).total_seconds() // 60))
+    return f" ({mins} min)"
+
+
+# --- the reads (azure-ai-ml, lazily) ------------------------------------------------------------------
+class Reader:
+    """Reads a compute and the region's usages through an MLClient, each at most once per `ttl` seconds (a
+    waiting job is polled every few seconds; the cluster's state is worth a read twice a minute)."""
+
+    def __init__(self, ml, workspace_name: str, ttl: float = 30.0):
+        self.ml, self.workspace_name, self.ttl = ml, workspace_name, ttl
+        self._computes: dict = {}
+        self._usages: tuple | None = None
+        self._region: str | None = None
+
+    def region(self) -> str:
+        if self._region is None:
+            self._region = str(self.ml.workspaces.get(self.workspace_name).location or "").lower()
+        return self._region
+
+    def compute(self, name: str) -> Compute | None:
+        from . import sdk
+
+        hit = self._computes.get(name)
+        if hit and time.monotonic() - hit[0] < self.ttl:
+            return hit[1]
+        body = sdk.compute_rest(self.ml, name)
+        c = Compute.from_rest(name, body) if body else None
+        self._computes[name] = (time.monotonic(), c)
+        return c
+
+    def usages(self) -> list:
+        if self._usages and time.monotonic() - self._usages[0] < self.ttl:
+            return self._usages[1]
+        got = [Usage(name=_usage_name(getattr(u, "name", None)),
+                     kind=str(getattr(u, "type", "") or ""), current=int(getattr(u, "current_value", 0) or 0),
+                     limit=int(getattr(u, "limit", 0) if getattr(u, "limit", None) is not None else -1))
+               for u in self.ml.compute.list_usage(location=self.region())]
+        self._usages = (time.monotonic(), got)
+        return got
+
+
+# --- what the backend calls -------------------------------------------------------------------------
+def _compute_name(compute_id) -> str | None:
+    return str(compute_id).rstrip("/").rsplit("/", 1)[-1].removeprefix("azureml:") if compute_id else None
+
+
+def preflight(reader: Reader, body: dict, tell) -> None:
+    """Before anything is uploaded or created: refuse (UsageError, exit 2) a job that can never start; tell
+    what will make it wait. A read that fails is said and skipped: the service decides then."""
+    from ...errors import UsageError
+
+    res = body.get("resources") or {}
+    nodes, spec_size = int(res.get("instanceCount") or 1), res.get("instanceType")
+    name = _compute_name(body.get("computeId"))
+    try:
+        compute = reader.compute(name) if name else None
+        if name and compute is None:
+            return                               # no such compute: the PUT's own error names it
+        usages, region = reader.usages(), reader.region()
+    except Exception as exc:                     # quota reads need subscription-level read access
+        tell(f"capacity: not checked before submit (could not read the compute or quota: {type(exc).__name__})")
+        return
+    low = bool(compute and compute.priority.lower() == "lowpriority") or \
+        str((body.get("queueSettings") or {}).get("jobTier") or "").lower() == "spot"
+    found = findings(vm_size=spec_size, nodes=nodes, compute=compute, usages=usages, region=region,
+                     spec_vm_size=spec_size, low_priority=low)
+    refused = [f.text for f in found if f.level == "refuse"]
+    if refused:
+        raise UsageError("; ".join(refused) + "; nothing was submitted",
+                         hint="lower resources.instance_count, use the cluster's VM size, pick another compute, or "
+                              "ask for more quota (Azure portal > Quotas > Machine learning); docs/capacity.md")
+    for f in found:
+        tell(f"capacity: {f.text}")
+
+
+def annotate(reader: Reader, info, props: dict) -> None:
+    """The VM size a job's nodes are (its cost is priced by it), and why it waits while it does; never
+    fails a status read."""
+    res = props.get("resources") or {}
+    name = _compute_name(props.get("computeId"))
+    try:
+        compute = reader.compute(name) if name and (not info.instance_type or not info.terminal) else None
+        if compute is not None and compute.vm_size and not res.get("instanceType"):
+            size = lookup(compute.vm_size)
+            info.instance_type = size.name if size else compute.vm_size
+        if not info.terminal and info.status in WAITING:
+            info.waiting = waiting(info.status, compute, reader.usages(), vm_size=info.instance_type,
+                                   nodes=info.nodes, region=reader.region())
+    except Exception:                            # capacity is an explanation, not the job's status
+        return

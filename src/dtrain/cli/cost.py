@@ -1,0 +1,88 @@
+"""`dtrain cost SPEC`: what a job (or a --matrix grid) would cost on Azure ML, with the price's source and age;
+`estimate_specs` is what `submit --max-cost` and `submit --dry-run` use (docs/capacity.md)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .app import app
+from .options import Allow, Matrix, Output, Sets, check_output, emit, load
+
+Hours = typer.Option(None, "--hours", metavar="H", help="Hours the job runs (default: the spec's limits.timeout; "
+                     "a spec without one needs --hours).")
+Region = typer.Option(None, "--region", metavar="REGION", help="Azure region of the prices (default: "
+                      "DTRAIN_REGION, else eastus), e.g. westus3.")
+Tier = typer.Option(None, "--tier", metavar="TIER", help="dedicated or low_priority (default: low_priority for "
+                    "queue_settings.job_tier spot, else dedicated).")
+
+
+@app.command()
+def cost(
+    spec: str = typer.Argument(..., metavar="SPEC"),
+    hours: Optional[float] = Hours,
+    region: Optional[str] = Region,
+    tier: Optional[str] = Tier,
+    matrix: Matrix = None,
+    set_: Sets = None,
+    allow: Allow = None,
+    offline: bool = typer.Option(False, "--offline", help="Do not ask the Azure Retail Prices API: use the "
+                                 "cached prices and the snapshot shipped with dtrain."),
+    output: Output = "text",
+):
+    """Estimate what a job costs on Azure ML: the VM size's price per hour (region, tier) x nodes x hours, with
+    where the price came from and how old it is. With --matrix, every combination and the total. Submits
+    nothing; exit 2 for a spec without a VM size or a run time."""
+    check_output(output, ("text", "json"))
+    names, estimates = estimate_specs(spec, set_, allow, matrix, hours=hours, region=region, tier=tier,
+                                      online=not offline)
+    from ..cost import summary
+
+    s = summary(estimates, names)
+    if output == "json":
+        return emit(s, "json")
+    show(names, estimates, s["total"])
+
+
+def estimate_specs(spec: str, sets, allow, matrix, *, hours=None, region=None, tier=None, online: bool = False,
+                   local: bool = False, specs=None):
+    """(names, estimates) of the spec or of each --matrix combination (names None for one job)."""
+    from .. import grid
+    from ..cost import estimate
+
+    if matrix:
+        g = grid.build_grid(spec, sets, matrix)
+        members = [(m.name, m.spec) for m in g.members]
+    else:
+        members = [(None, specs if specs is not None else load(spec, sets, allow))]
+    ests = [estimate(s, hours=hours, region=region, tier=tier, online=online,
+                     local=local or s.is_local_compute) for _, s in members]
+    return [n for n, _ in members], ests
+
+
+def show(names, estimates, total) -> None:
+    from ..output import note, out
+
+    for name, e in zip(names, estimates):
+        out((f"{name}: " if name else "") + e.line())
+    if len(estimates) > 1:
+        out(f"total: ${total:,.2f} for {len(estimates)} jobs" if total is not None
+            else f"total: unknown ({sum(e.total is None for e in estimates)} of {len(estimates)} jobs have no price)")
+    regions = {e.region_from for e in estimates}
+    if regions == {"default"}:
+        note(f"prices for region {estimates[0].region} (the default): --region or DTRAIN_REGION for another")
+    if any(e.hours_from == "limits.timeout" for e in estimates):
+        note("limits.timeout is the longest the job may run, so this is the most it costs")
+
+
+def dry_run_line(spec_obj, *, local: bool) -> None:
+    """`submit --dry-run`: one note with the estimate (never asks the network, never fails the dry run)."""
+    from ..cost import estimate
+    from ..errors import UsageError
+    from ..output import note
+
+    try:
+        e = estimate(spec_obj, online=False, local=local)
+    except UsageError as exc:
+        return note(f"cost: not estimated ({exc.message})")
+    note("cost: up to " + e.line() if e.total is not None else "cost: " + e.line())
