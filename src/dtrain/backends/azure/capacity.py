@@ -90,6 +90,21 @@ class Finding:
         return {"level": self.level, "text": self.text}
 
 
+def _usage(u) -> Usage:
+    """An azure-ai-ml Usage entity as read. azure-ai-ml 1.35's Usage._from_rest_object copies the REST model's
+    as_dict() (camelCase keys) into the entity, so `current_value` stays None and `currentValue` holds the
+    number: both spellings are read."""
+    d = vars(u) if hasattr(u, "__dict__") else {}
+
+    def pick(snake: str, camel: str):
+        v = getattr(u, snake, None)
+        return d.get(camel) if v is None else v
+
+    limit = pick("limit", "limit")
+    return Usage(name=_usage_name(pick("name", "name")), kind=str(pick("type", "type") or ""),
+                 current=int(pick("current_value", "currentValue") or 0), limit=-1 if limit is None else int(limit))
+
+
 def _usage_name(name) -> str:
     """The SDK's Usage.name: a UsageName, or the REST dict {"value", "localizedValue"} as it is today."""
     if isinstance(name, dict):
@@ -183,9 +198,7 @@ def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_siz
                       low_priority=bool(compute and compute.priority.lower() == "lowpriority")):
         if f.text.startswith("quota: "):
             return f.text.split(" ('")[0]          # "quota: 20 of 24 vCPUs of NCADSH100v5 family in use"
-    if status == "Preparing":
-        return "preparing: building or pulling the environment image"
-    return None
+    return None                                  # nothing read explains it (an image build says nothing here)
 
 
 def _since(ts: str | None, now: datetime | None) -> str:
@@ -227,10 +240,7 @@ class Reader:
     def usages(self) -> list:
         if self._usages and time.monotonic() - self._usages[0] < self.ttl:
             return self._usages[1]
-        got = [Usage(name=_usage_name(getattr(u, "name", None)),
-                     kind=str(getattr(u, "type", "") or ""), current=int(getattr(u, "current_value", 0) or 0),
-                     limit=int(getattr(u, "limit", 0) if getattr(u, "limit", None) is not None else -1))
-               for u in self.ml.compute.list_usage(location=self.region())]
+        got = [_usage(u) for u in self.ml.compute.list_usage(location=self.region())]
         self._usages = (time.monotonic(), got)
         return got
 

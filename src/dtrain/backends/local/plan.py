@@ -88,6 +88,7 @@ class LocalPlan:
     notes: list = field(default_factory=list)
     spec_source: str | None = None
     python_link: str | None = None   # --python: the interpreter job_dir/bin/python links to (made at submit)
+    instance_type: str | None = None  # the VM size it stands for on Azure ML (its cost is priced by it: cost.py)
     backend: str = "local"
 
     def to_dict(self) -> dict:
@@ -102,7 +103,7 @@ class LocalPlan:
             "output_dirs": list(self.output_dirs), "timeout": self.timeout,
             "experiment_name": self.experiment_name, "display_name": self.display_name,
             "tags": dict(self.tags), "notes": list(self.notes), "spec_source": self.spec_source,
-            "python_link": self.python_link,
+            "python_link": self.python_link, "instance_type": self.instance_type,
         }
 
     def plan_hash(self) -> str:
@@ -168,7 +169,7 @@ class LocalPlan:
         kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
                                     "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source",
-                                    "python_link")}
+                                    "python_link", "instance_type")}
         for k in ("inputs", "outputs", "tags"):
             kw[k] = kw[k] or {}
         for k in ("ports", "notes", "output_dirs"):
@@ -345,6 +346,7 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         display_name=spec.data.get("display_name"),
         tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
         spec_source=str(spec.source) if spec.source else None, python_link=python.link,
+        instance_type=spec.instance_type,
     )
 
 

@@ -1,0 +1,118 @@
+"""Capacity and quota on Azure ML through the real azure-ai-ml SDK against the emulator (docs/capacity.md): a job
+that can never start is refused before any upload or PUT, one that will wait is submitted with a warning,
+a waiting job says why (resizing, an allocation error), and an ended job shows what it cost. The command line
+runs in process (run_main) over the emulator's thread: a few seconds in all."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from azure_emulator import AzureMLEmulator, fake_jwt
+from azure_emulator.capacity import set_compute, total, usage
+from fakes import run_main
+
+pytestmark = [pytest.mark.slow, pytest.mark.sdk]
+
+JOB = """\
+command: python train.py
+code: src
+environment:
+  image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04
+compute: azureml:gpu-cluster
+resources:
+  instance_count: {nodes}
+distribution:
+  type: pytorch
+  process_count_per_instance: 1
+"""
+T4 = "Standard_NC8as_T4_v3"          # 8 vCPUs (dtrain's table); quota family NCASv3_T4; eastus 0.752 USD/h
+
+
+@pytest.fixture
+def emu(monkeypatch, tmp_path):
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as e:
+        for k, v in dict(DTRAIN_ARM_ENDPOINT=e.url, DTRAIN_ARM_TOKEN=fake_jwt(audience=e.url + "/"),
+                         DTRAIN_SUBSCRIPTION_ID=e.subscription_id, DTRAIN_RESOURCE_GROUP=e.resource_group,
+                         DTRAIN_WORKSPACE=e.workspace, DTRAIN_AZURE_POLL_CAP_S="0.3", DTRAIN_AZURE_CAPACITY_TTL_S="0",
+                         DTRAIN_AZURE_RETRY_BACKOFF_S="0.1", DTRAIN_PRICES_OFFLINE="1").items():
+            monkeypatch.setenv(k, v)
+        set_compute(e, "gpu-cluster", vmSize=T4.upper())           # the service writes sizes in capitals
+        yield e
+
+
+@pytest.fixture
+def job(tmp_path, monkeypatch):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+
+    def write(nodes: int) -> str:
+        (tmp_path / "job.yml").write_text(JOB.format(nodes=nodes))
+        return "job.yml"
+    return write
+
+
+def _sent(emu) -> list:
+    """Job PUTs and code uploads (startPendingUpload, blob writes): what a refusal must not have sent."""
+    return [r.path for r in emu.requests if r.method == "PUT" or r.path.endswith("/startPendingUpload")]
+
+
+def test_more_nodes_than_the_cluster_maximum_exits_2_with_both_numbers_and_sends_nothing(emu, job, capsys):
+    set_compute(emu, "gpu-cluster", maxNodeCount=2)
+    code, out, err = run_main(capsys, "submit", job(4), "--name", "big")
+    assert code == 2 and out == ""
+    assert "instance_count 4 is more than cluster gpu-cluster's maximum of 2 nodes" in err
+    assert "scaleSettings.maxNodeCount, GET computes/gpu-cluster" in err and "nothing was submitted" in err
+    assert _sent(emu) == [] and "big" not in emu.jobs
+
+
+def test_another_vm_size_than_the_clusters_is_refused(emu, job, capsys):
+    code, _, err = run_main(capsys, "submit", job(1), "--set", "resources.instance_type=Standard_NC4as_T4_v3")
+    assert code == 2 and f"is not cluster gpu-cluster's VM size {T4.upper()}" in err and _sent(emu) == []
+    code, _, err = run_main(capsys, "submit", job(1), "--set", f"resources.instance_type={T4}", "--name", "same")
+    assert code == 0, err                                       # compared without regard to case
+
+
+def test_quota_limit_refuses_and_quota_in_use_warns(emu, job, capsys):
+    emu.capacity.usages["eastus"] = [total(14, 100), usage("NCASv3_T4", 14, 20)]
+    code, _, err = run_main(capsys, "submit", job(3), "--name", "q3")          # 24 vCPUs > the limit of 20
+    assert code == 2 and "need 24 vCPUs (8 each: dtrain's VM size table)" in err
+    assert "above the NCASv3_T4 family quota limit of 20 vCPUs" in err and "Usages list for eastus" in err
+    assert _sent(emu) == []
+    code, out, err = run_main(capsys, "submit", job(1), "--name", "q1")         # 14 in use + 8 > 20: it waits
+    assert code == 0 and out.strip() == "q1" and "q1" in emu.jobs
+    assert "quota: 14 of 20 vCPUs of NCASv3_T4 family in use" in err and "it waits until 2 are freed" in err
+
+
+def test_a_waiting_job_says_the_cluster_is_resizing_then_its_allocation_error(emu, job, capsys):
+    emu.script_job_statuses(["Queued"] * 50, 10)
+    assert run_main(capsys, "submit", job(2), "--name", "w")[0] == 0
+    set_compute(emu, "gpu-cluster", allocationState="Resizing", currentNodeCount=0, targetNodeCount=2)
+    code, out, err = run_main(capsys, "status", "w")
+    assert code == 0 and out.startswith("w\tQueued") and "waiting: cluster resizing 0 -> 2 nodes (0 min)" in err
+    assert json.loads(run_main(capsys, "status", "w", "-o", "json")[1])["waiting"].startswith("cluster resizing 0 -> 2")
+    code, _, err = run_main(capsys, "wait", "w", "--timeout", "1")            # the wait's progress line says it too
+    assert code == 4 and "w: Queued (cluster resizing 0 -> 2 nodes" in err
+    error = {"error": {"code": "QuotaExceeded", "message": "Operation could not be completed as it results in "
+                                                            "exceeding approved Standard NCASv3_T4 Family Cores quota."}}
+    set_compute(emu, "gpu-cluster", errors=[error])
+    code, _, err = run_main(capsys, "status", "w")
+    assert "waiting: allocation failed: Operation could not be completed" in err and "(QuotaExceeded)" in err
+
+
+def test_an_ended_job_costs_price_x_nodes_x_its_measured_run_time(emu, job, capsys):
+    emu.script_job_statuses(["Queued", "Running", "Running", "Completed"], 0.3)
+    code, out, err = run_main(capsys, "submit", job(2), "--name", "done", "--wait", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["instance_type"] == T4 and doc["status"] == "Completed"
+    c = doc["cost"]
+    from dtrain.cost import run_seconds
+
+    secs = run_seconds(doc["started"], doc["ended"])
+    assert c["seconds"] == round(secs, 3) and c["total"] == round(0.752 * 2 * secs / 3600, 2)
+    assert c["price"]["source"].startswith("snapshot: SkyPilot catalog") and c["local"] is False
+    code, _, err = run_main(capsys, "status", "done")
+    assert f"cost: ${c['total']:,.2f} (2 nodes x" in err and "at $0.752/h" in err

@@ -1,0 +1,184 @@
+"""What a job costs (docs/capacity.md): the shipped price snapshot against dtrain's VM size table, the Retail
+Prices API client against the emulator's pages (paging, cache, faults), `dtrain cost`, `submit --max-cost` and
+the dry-run line (in process), and the cost of an ended job from its measured run time. No SDK: fast."""
+from __future__ import annotations
+
+import csv
+import json
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from azure_emulator import AzureMLEmulator
+from azure_emulator.capacity import vm_meters
+from dtrain import prices
+from dtrain.backends.base import JobInfo
+from dtrain.cost import job_cost
+from dtrain.spec.vmsizes import lookup
+from fakes import run_main
+
+TEMPLATE = str(Path(__file__).resolve().parents[1] / "job_templates" / "pytorch-ddp.yml")
+A100 = "Standard_ND96amsr_A100_v4"      # in the snapshot: eastus 32.77 USD/h (SkyPilot catalog a7fff17)
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("DTRAIN_PRICES_OFFLINE", "1")      # a test that asks the API points it at the emulator
+
+
+@pytest.fixture
+def spec(tmp_path):
+    """The PyTorch DDP template on A100 nodes (a size the snapshot prices), 2 nodes, no time limit."""
+    text = Path(TEMPLATE).read_text()
+    p = tmp_path / "job.yml"
+    p.write_text(text.replace("code: ../training_scripts", "code: .").replace("Standard_ND96isr_H100_v5", A100))
+    return str(p)
+
+
+# --- the snapshot -----------------------------------------------------------------------------------
+def test_snapshot_names_its_source_and_agrees_with_the_vm_size_table():
+    src = prices.snapshot_source()
+    assert src["repository"] == "https://github.com/skypilot-org/skypilot-catalog"
+    assert src["path"] == "catalogs/v5/azure/az_ml_vms.csv" and len(src["commit"]) == 40
+    assert date.fromisoformat(src["retrieved"])
+    rows = list(csv.DictReader((resources.files("dtrain") / "data" / "prices.csv").read_text().splitlines()))
+    assert len(rows) > 50
+    for r in rows:
+        assert lookup(r["vm_size"]) is not None and lookup(r["vm_size"]).name == r["vm_size"], r
+        assert float(r["price_per_hour"]) > 0, r
+    # the catalog says 12 GPUs for ND96isr_H100_v5 (dtrain's table: 8) and 0.0 in one region: dropped
+    assert not [r for r in rows if r["vm_size"] == "Standard_ND96isr_H100_v5"]
+    assert any("ND96isr_H100_v5" in d for d in src["dropped"])
+
+
+def test_offline_price_comes_from_the_snapshot_with_its_date():
+    found = prices.find(A100.lower(), "eastus")
+    assert found.price.per_hour == 32.77 and found.price.vm_size == A100
+    assert "SkyPilot catalog a7fff17" in found.price.source and found.price.as_of == prices.snapshot_source()["retrieved"]
+    none = prices.find("Standard_ND96isr_H100_v5", "eastus")
+    assert none.price is None and "12 GPUs" in none.notes[0]
+
+
+# --- the Retail Prices API, against the emulator's pages ----------------------------------------------
+@pytest.fixture
+def retail(monkeypatch):
+    with AzureMLEmulator() as emu:
+        emu.capacity.prices = vm_meters("Standard_ND96isr_H100_v5", "eastus", 98.32, windows=120.5,
+                                        low_priority=19.66, spot=9.83)
+        monkeypatch.setenv("DTRAIN_PRICES_URL", emu.url + "/api/retail/prices")
+        monkeypatch.delenv("DTRAIN_PRICES_OFFLINE")
+        yield emu
+
+
+def test_api_pages_to_the_linux_meter_then_the_cache_answers(retail):
+    found = prices.find("Standard_ND96isr_H100_v5", "eastus", online=True)
+    assert found.price.per_hour == 98.32 and found.price.source == "Azure Retail Prices API"
+    pages = retail.requests_to(r"^/api/retail/prices$")
+    assert len(pages) == 2 and pages[1].query["$skip"] == "2"                   # NextPageLink followed
+    assert "armSkuName eq 'Standard_ND96isr_H100_v5'" in pages[0].query["$filter"]
+    low = prices.find("Standard_ND96isr_H100_v5", "eastus", "low_priority", online=True)
+    assert low.price.per_hour == 19.66
+    before = len(retail.requests)
+    again = prices.find("Standard_ND96isr_H100_v5", "eastus", online=True)
+    assert again.price == found.price and len(retail.requests) == before        # from $DTRAIN_HOME's cache
+
+
+def test_api_failure_falls_back_to_the_snapshot_and_says_why(retail):
+    retail.fail(r"^/api/retail/prices$", 503, count=None)
+    found = prices.find(A100, "eastus", online=True)
+    assert found.price.per_hour == 32.77 and "SkyPilot" in found.price.source
+    assert "could not be read" in found.notes[0]
+
+
+def test_cost_of_the_template_prints_price_hours_total_and_date(retail, capsys):
+    code, out, err = run_main(capsys, "cost", TEMPLATE, "--hours", "1")
+    assert code == 0, err
+    assert "2 x Standard_ND96isr_H100_v5 x 1 h (--hours) in eastus at $98.32/h per node" in out
+    assert "Azure Retail Prices API" in out and date.today().isoformat() in out and out.rstrip().endswith("= $196.64")
+    code, out, _ = run_main(capsys, "cost", TEMPLATE, "--hours", "1", "-o", "json")
+    job = json.loads(out)["jobs"][0]
+    assert (job["price_per_hour"], job["nodes"], job["hours"], job["total"]) == (98.32, 2, 1.0, 196.64)
+    assert json.loads(out)["total"] == 196.64 and job["price"]["age_days"] == 0
+
+
+# --- dtrain cost, --max-cost, the dry-run line (offline, in process) ---------------------------------------
+def test_cost_json_carries_the_same_numbers_as_the_text(spec, capsys):
+    code, out, err = run_main(capsys, "cost", spec, "--hours", "1.5")
+    assert code == 0 and "2 x Standard_ND96amsr_A100_v4 x 1.5 h (--hours) in eastus at $32.77/h" in out
+    assert "= $98.31" in out and ("days old" in out or "today" in out)
+    code, out, _ = run_main(capsys, "cost", spec, "--hours", "1.5", "-o", "json")
+    assert json.loads(out)["total"] == round(32.77 * 2 * 1.5, 2)
+
+
+def test_cost_needs_a_run_time_and_does_not_guess(spec, capsys):
+    code, _, err = run_main(capsys, "cost", spec)
+    assert code == 2 and "no limits.timeout" in err and "--hours" in err
+    code, out, _ = run_main(capsys, "cost", spec, "--set", "limits.timeout=7200", "--region", "southcentralus")
+    assert code == 0 and "x 2 h (limits.timeout) in southcentralus at $39.32/h" in out
+
+
+def test_cost_of_a_grid_sums_its_combinations(spec, capsys):
+    code, out, err = run_main(capsys, "cost", spec, "--hours", "2", "--matrix", "inputs.lr=0.1,0.2",
+                              "--matrix", "resources.instance_count=1,2", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(j["total"] for j in doc["jobs"]) == [65.54, 65.54, 131.08, 131.08]
+    assert doc["total"] == 393.24
+    code, out, _ = run_main(capsys, "cost", spec, "--hours", "2", "--matrix", "inputs.lr=0.1,0.2",
+                            "--matrix", "resources.instance_count=1,2")
+    assert "total: $393.24 for 4 jobs" in out
+
+
+def test_max_cost_below_the_estimate_submits_nothing(spec, fake_backend, capsys):
+    local = ["--set", "compute=local", "--set", "limits.timeout=3600"]
+    code, _, err = run_main(capsys, "submit", spec, *local, "--max-cost", "50")
+    assert code == 2 and "$65.54, above --max-cost 50" in err and "nothing was submitted" in err
+    assert fake_backend.jobs == {}
+    code, _, err = run_main(capsys, "submit", spec, *local, "--matrix", "inputs.lr=0.1,0.2", "--max-cost", "100")
+    assert code == 2 and "the grid of 2 jobs would cost up to $131.08" in err and fake_backend.jobs == {}
+    code, out, err = run_main(capsys, "submit", spec, *local, "--max-cost", "70")
+    assert code == 0 and len(fake_backend.jobs) == 1, err
+
+
+def test_max_cost_without_a_known_price_refuses(spec, fake_backend, capsys):
+    code, _, err = run_main(capsys, "submit", spec, "--set", "compute=local", "--set", "limits.timeout=60",
+                            "--set", "resources.instance_type=Standard_ND96isr_H100_v5", "--max-cost", "1000")
+    assert code == 2 and "not known" in err and "dtrain cost" in err and fake_backend.jobs == {}
+
+
+def test_dry_run_says_what_the_job_may_cost(spec, capsys):
+    code, out, err = run_main(capsys, "submit", spec, "--set", "limits.timeout=1800", "--dry-run")
+    assert code == 0 and "cost: up to 2 x Standard_ND96amsr_A100_v4 x 0.5 h (limits.timeout)" in err
+    assert "= $32.77" in err and "type: command" in out
+
+
+# --- after the job ------------------------------------------------------------------------------------
+def _info(**kw) -> JobInfo:
+    base = dict(name="j", backend="azureml", status="Completed", nodes=2, instance_type=A100,
+                started="2026-01-01T10:00:00+00:00", ended="2026-01-01T10:30:00+00:00")
+    return JobInfo(**{**base, **kw})
+
+
+def test_an_ended_job_costs_price_x_nodes_x_its_run_time():
+    c = job_cost(_info())
+    assert c["seconds"] == 1800 and c["total"] == round(32.77 * 2 * 0.5, 2) and c["local"] is False
+    assert job_cost(_info(ended=None)) is None and job_cost(_info(instance_type=None)) is None
+    local = job_cost(_info(backend="local", started="2026-01-01T10:00:00Z", ended="2026-01-01T10:00:36Z"))
+    assert local["local"] is True and local["total"] == round(32.77 * 2 * 36 / 3600, 2)
+
+
+def test_a_retry_chain_costs_each_attempt_and_their_sum():
+    attempts = [{"attempt": 1, "name": "c", "started": "2026-01-01T10:00:00Z", "ended": "2026-01-01T11:00:00Z"},
+                {"attempt": 2, "name": "c-r1", "started": "2026-01-01T11:05:00Z", "ended": "2026-01-01T11:35:00Z"}]
+    c = job_cost(_info(chain={"attempts": attempts}))
+    assert [a["total"] for a in c["attempts"]] == [65.54, 32.77] and c["total"] == 98.31
+
+
+def test_status_of_an_ended_local_job_shows_its_cost_marked_as_local(fake_backend, capsys):
+    fake_backend.add(_info(backend="local", status="Completed"))
+    code, out, err = run_main(capsys, "status", "j")
+    assert code == 0 and "cost: $32.77 if run on Azure ML (local run)" in err
+    code, out, _ = run_main(capsys, "status", "j", "-o", "json")
+    assert json.loads(out)["cost"]["total"] == 32.77
