@@ -198,6 +198,8 @@ def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_siz
                       low_priority=bool(compute and compute.priority.lower() == "lowpriority")):
         if f.text.startswith("quota: "):
             return f.text.split(" ('")[0]          # "quota: 20 of 24 vCPUs of NCADSH100v5 family in use"
+        if f.level == "refuse":                     # submitted elsewhere, or the quota was lowered since
+            return "quota: " + f.text.split(" ('")[0]
     return None                                  # nothing read explains it (an image build says nothing here)
 
 
