@@ -182,3 +182,17 @@ def test_status_of_an_ended_local_job_shows_its_cost_marked_as_local(fake_backen
     assert code == 0 and "cost: $32.77 if run on Azure ML (local run)" in err
     code, out, _ = run_main(capsys, "status", "j", "-o", "json")
     assert json.loads(out)["cost"]["total"] == 32.77
+
+
+def test_a_scaling_study_costs_each_run(spec):
+    from dtrain import scale
+
+    class Metrics:                                 # the runner's one call measure makes: no metric logged
+        def metrics(self, name, keys=None):
+            return {}
+
+    g = scale.study(spec, [1, 2])
+    final = {m.name: _info(name=m.name, nodes=m.spec.instance_count) for m in g.members}
+    rs = scale.measure(Metrics(), g, final, "samples_per_s", 0.2)
+    assert [(r.nodes, r.cost["total"]) for r in rs] == [(1, 16.39), (2, 32.77)]
+    assert rs[1].to_dict()["cost"]["seconds"] == 1800

@@ -55,6 +55,7 @@ class Row:
     points: int = 0
     skipped: int = 0
     last_step: int | None = None
+    cost: dict | None = None             # what the run cost (cost.job_cost: price x nodes x run time)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -194,7 +195,12 @@ def measure(runner, g, final: dict, metric: str, warmup: float) -> list[Row]:
     for m in g.members:
         points = runner.metrics(m.name, keys=[metric]).get(metric, [])
         runs.append((m.spec.instance_count, m.spec.process_count, m.name, final[m.name].status, points))
-    return rows(runs, warmup)
+    out = rows(runs, warmup)
+    from .cost import job_cost
+
+    for r in out:                              # each run's cost, from its measured run time
+        r.cost = job_cost(final[r.job]) if final[r.job].terminal else None
+    return out
 
 
 def missing_metric(rs: list[Row]) -> list[str]:

@@ -83,6 +83,19 @@ def _print(g, rs, metric: str, warmup: float, output: str) -> None:
     for line in report.table(rs, metric) + [""] + report.plot(rs):
         out(line)
     err(report.verdict(rs))
+    _costs(rs)
+
+
+def _costs(rs) -> None:
+    """What each run cost and the study in all (cost.py), where its VM size has a price."""
+    from ..cost import cost_text
+    from ..output import err
+
+    priced = [r for r in rs if r.cost and r.cost.get("total") is not None]
+    for r in priced:
+        err(f"cost of {r.job} ({r.nodes} node{'s' if r.nodes != 1 else ''}): {cost_text(r.cost)}")
+    if len(priced) > 1:
+        err(f"cost of the study: ${sum(r.cost['total'] for r in priced):,.2f}")
 
 
 def _exit(g, final: dict, rs, metric: str) -> None:
