@@ -9,7 +9,8 @@ import json
 import pytest
 
 from azure_emulator import AzureMLEmulator, fake_jwt
-from azure_emulator.capacity import set_compute, total, usage
+from azure_emulator import load_example
+from azure_emulator.capacity import set_compute, total, usage, vm_size
 from fakes import run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.sdk]
@@ -78,7 +79,7 @@ def test_another_vm_size_than_the_clusters_is_refused(emu, job, capsys):
 def test_quota_limit_refuses_and_quota_in_use_warns(emu, job, capsys):
     emu.capacity.usages["eastus"] = [total(14, 100), usage("NCASv3_T4", 14, 20)]
     code, _, err = run_main(capsys, "submit", job(3), "--name", "q3")          # 24 vCPUs > the limit of 20
-    assert code == 2 and "need 24 vCPUs (8 each: dtrain's VM size table)" in err
+    assert code == 2 and "need 24 vCPUs (8 each: VM sizes list for eastus)" in err
     assert "above the NCASv3_T4 family quota limit of 20 vCPUs" in err and "Usages list for eastus" in err
     assert _sent(emu) == []
     code, out, err = run_main(capsys, "submit", job(1), "--name", "q1")         # 14 in use + 8 > 20: it waits
@@ -116,3 +117,17 @@ def test_an_ended_job_costs_price_x_nodes_x_its_measured_run_time(emu, job, caps
     assert c["price"]["source"].startswith("snapshot: SkyPilot catalog") and c["local"] is False
     code, _, err = run_main(capsys, "status", "done")
     assert f"cost: ${c['total']:,.2f} (2 nodes x" in err and "at $0.752/h" in err
+
+
+def test_the_usages_examples_numbers_and_the_services_family_of_a_size_dtrain_does_not_know(emu, job, capsys,
+                                                                                               conformance_dir):
+    """Usage/list.json as the service answers it: the NC family has 12 of 24 vCPUs in use. The cluster's
+    STANDARD_NC24 is not in dtrain's table; the region's VM sizes list says its family and vCPUs."""
+    emu.capacity.usages["eastus"] = load_example("Usage/list.json")["responses"]["200"]["body"]["value"]
+    emu.capacity.vm_sizes.append(vm_size("Standard_NC24", "standardNCFamily", 24, 4, 224))
+    set_compute(emu, "gpu-cluster", vmSize="STANDARD_NC24")
+    code, _, err = run_main(capsys, "submit", job(2), "--name", "nc2")
+    assert code == 2 and "2 x STANDARD_NC24 need 48 vCPUs (24 each: VM sizes list for eastus), above the NC family " \
+                         "quota limit of 24 vCPUs ('Standard NC Family Cluster Dedicated vCPUs'" in err
+    code, _, err = run_main(capsys, "submit", job(1), "--name", "nc1")
+    assert code == 0 and "quota: 12 of 24 vCPUs of NC family in use" in err and "regional total" in err

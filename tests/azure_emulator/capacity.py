@@ -7,6 +7,8 @@ and the public Azure Retail Prices API, each in the shape the real service answe
 - the compute: Compute/get/AmlCompute.json's properties (scaleSettings, allocationState,
   allocationStateTransitionTime, currentNodeCount, targetNodeCount, nodeStateCounts, errors, vmPriority),
   set by `set_compute` on a compute added with AzureMLEmulator.add_compute;
+- VirtualMachineSizes_List: GET .../locations/{loc}/vmSizes, {"value": [...]} as VirtualMachineSize/list.json
+  (name, family "standardNCASv3_T4Family", vCPUs, gpus, ...), `emu.capacity.vm_sizes`;
 - GET /api/retail/prices?$filter=...: the Retail Prices API's page ({"BillingCurrency", "CustomerEntityId",
   "CustomerEntityType", "Items", "NextPageLink", "Count"}, Microsoft Learn: Azure Retail Prices overview),
   `page_size` items a page, NextPageLink an absolute URL with $skip, as the service pages.
@@ -20,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
 _USAGES_RE = re.compile(r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.MachineLearningServices/locations/"
-                        r"(?P<loc>[^/]+)/usages$", re.IGNORECASE)
+                        r"(?P<loc>[^/]+)/(?P<what>usages|vmSizes)$", re.IGNORECASE)
 PRICES_PATH = "/api/retail/prices"
 _FILTER_RE = re.compile(r"(\w+) eq '([^']*)'")
 _VM_TYPE = "Microsoft.MachineLearningServices/vmFamily/usages"
@@ -51,6 +53,21 @@ def default_usages() -> List[Dict[str, Any]]:
             usage("NDAMSv4_A100", 0, 384), usage("NCADSA100v4", 0, 192)]
 
 
+def vm_size(name: str, family: str, vcpus: int, gpus: int, memory_gb: float) -> Dict[str, Any]:
+    """One entry of VirtualMachineSizes_List, in the shape of the example VirtualMachineSize/list.json."""
+    return {"name": name, "family": family, "vCPUs": vcpus, "gpus": gpus, "osVhdSizeMB": 1047552,
+            "maxResourceVolumeMB": 0, "memoryGB": memory_gb, "lowPriorityCapable": True, "premiumIO": True,
+            "supportedComputeTypes": ["AmlCompute", "ComputeInstance"]}
+
+
+def default_vm_sizes() -> List[Dict[str, Any]]:
+    """The example's first size and the GPU sizes the tests use, with the family names Azure gives them."""
+    return [vm_size("Standard_DS1_v2", "standardDSv2Family", 1, 0, 3.5),
+            vm_size("Standard_NC8as_T4_v3", "standardNCASv3_T4Family", 8, 1, 56),
+            vm_size("Standard_ND96isr_H100_v5", "standardNDSH100v5Family", 96, 8, 1900),
+            vm_size("Standard_ND96amsr_A100_v4", "standardNDAMSv4_A100Family", 96, 8, 1900)]
+
+
 class Capacity:
     """The state behind the routes: usages per region, retail price items, the page size."""
 
@@ -58,6 +75,7 @@ class Capacity:
         self.usages: Dict[str, List[Dict[str, Any]]] = {}       # region -> usages; missing: default_usages()
         self.prices: List[Dict[str, Any]] = []
         self.page_size = 2
+        self.vm_sizes: List[Dict[str, Any]] = default_vm_sizes()   # VirtualMachineSizes_List's value
 
     def route(self, emu: Any, method: str, path: str, query: Dict[str, str]) -> Optional[Tuple[int, Dict[str, str], bytes]]:
         from .server import HTTPError, _json
@@ -66,6 +84,8 @@ class Capacity:
         if m and method == "GET":
             if m.group("sub") != emu.subscription_id:
                 raise HTTPError(404, "SubscriptionNotFound", f"The subscription '{m.group('sub')}' could not be found.")
+            if m.group("what").lower() == "vmsizes":
+                return _json(200, {"value": self.vm_sizes})
             return _json(200, {"value": self.usages.get(m.group("loc").lower(), default_usages()), "nextLink": None})
         if path == PRICES_PATH and method == "GET":
             return _json(200, self._prices_page(emu, query))

@@ -90,19 +90,23 @@ class Finding:
         return {"level": self.level, "text": self.text}
 
 
+def _pick(entity, snake: str, camel: str):
+    """An azure-ai-ml entity's field: azure-ai-ml 1.35's Usage and VmSize _from_rest_object copy the REST
+    model's as_dict() (camelCase keys) into the entity, so the snake_case attribute stays None."""
+    v = getattr(entity, snake, None)
+    return (vars(entity) if hasattr(entity, "__dict__") else {}).get(camel) if v is None else v
+
+
+def _family(text) -> str:
+    m = re.fullmatch(r"(?i)standard(.+?)family", str(text or ""))
+    return m.group(1) if m else str(text or "")
+
+
 def _usage(u) -> Usage:
-    """An azure-ai-ml Usage entity as read. azure-ai-ml 1.35's Usage._from_rest_object copies the REST model's
-    as_dict() (camelCase keys) into the entity, so `current_value` stays None and `currentValue` holds the
-    number: both spellings are read."""
-    d = vars(u) if hasattr(u, "__dict__") else {}
-
-    def pick(snake: str, camel: str):
-        v = getattr(u, snake, None)
-        return d.get(camel) if v is None else v
-
-    limit = pick("limit", "limit")
-    return Usage(name=_usage_name(pick("name", "name")), kind=str(pick("type", "type") or ""),
-                 current=int(pick("current_value", "currentValue") or 0), limit=-1 if limit is None else int(limit))
+    """An azure-ai-ml Usage entity as read (both spellings: _pick)."""
+    limit = _pick(u, "limit", "limit")
+    return Usage(name=_usage_name(_pick(u, "name", "name")), kind=str(_pick(u, "type", "type") or ""),
+                 current=int(_pick(u, "current_value", "currentValue") or 0), limit=-1 if limit is None else int(limit))
 
 
 def _usage_name(name) -> str:
@@ -116,10 +120,21 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def quota_for(usages: list, vm_size: str, low_priority: bool) -> tuple[Usage | None, Usage | None, str | None]:
-    """(the family's usage, the region's total, the family's quota name) for a VM size."""
-    size = lookup(vm_size)
-    family = QUOTA_FAMILY.get(size.family) if size else None
+def size_facts(vm_size: str, sizes: dict | None, region: str) -> tuple[str, int, str, str | None] | None:
+    """(name, vCPUs, where the vCPUs come from, quota family) of a VM size: the region's VirtualMachineSizes
+    list where it was read, else dtrain's VM size table and QUOTA_FAMILY; None when neither knows it."""
+    known = lookup(vm_size)
+    name = known.name if known else vm_size
+    svc = (sizes or {}).get(vm_size.lower())
+    if svc and svc[1]:
+        return name, svc[1], f"VM sizes list for {region}", svc[0] or (QUOTA_FAMILY.get(known.family) if known else None)
+    if known is None:
+        return None
+    return name, known.vcpus, "dtrain's VM size table", QUOTA_FAMILY.get(known.family)
+
+
+def quota_for(usages: list, family: str | None, low_priority: bool) -> tuple[Usage | None, Usage | None]:
+    """(the family's usage, the region's total) in the Usages list."""
     tier = "lowpriority" if low_priority else "dedicated"
     fam = total = None
     for u in usages:
@@ -128,28 +143,31 @@ def quota_for(usages: list, vm_size: str, low_priority: bool) -> tuple[Usage | N
             fam = u
         elif u.kind.endswith(("lowPriorityCores/usages" if low_priority else "dedicatedCores/usages")):
             total = u
-    return fam, total, family
+    return fam, total
 
 
 def findings(*, vm_size: str | None, nodes: int, compute: Compute | None, usages: list | None,
-             region: str, spec_vm_size: str | None = None, low_priority: bool = False) -> list:
-    """What stops or delays a job of `nodes` x `vm_size` on `compute` (None: serverless) with these usages."""
+             region: str, spec_vm_size: str | None = None, low_priority: bool = False,
+             sizes: dict | None = None) -> list:
+    """What stops or delays a job of `nodes` x `vm_size` on `compute` (None: serverless) with these usages;
+    `sizes`: the region's VirtualMachineSizes list (Reader.sizes), where read."""
     out: list[Finding] = []
     if compute is not None:
         out += _cluster_findings(compute, nodes, spec_vm_size)
         vm_size = compute.vm_size or vm_size
         low_priority = compute.priority.lower() == "lowpriority"
-    size = lookup(vm_size) if vm_size else None
-    if size is None or usages is None:
+    facts = size_facts(vm_size, sizes, region) if vm_size else None
+    if facts is None or usages is None:
         return out
+    name, vcpus, vcpu_src, family = facts
     idle = int(compute.states.get("idleNodeCount") or 0) if compute else 0
-    need_all, need_new = nodes * size.vcpus, max(0, nodes - idle) * size.vcpus
-    fam, total, family = quota_for(usages, size.name, low_priority)
+    need_all, need_new = nodes * vcpus, max(0, nodes - idle) * vcpus
+    fam, total = quota_for(usages, family, low_priority)
     src = f"Usages list for {region}"
     for u, label in ((fam, f"{family} family"), (total, "regional total")):
         if u is None or u.limit < 0:            # -1: no limit of its own (the example's LowPriority families)
             continue
-        what = f"{nodes} x {size.name} need {need_all} vCPUs ({size.vcpus} each: dtrain's VM size table)"
+        what = f"{nodes} x {name} need {need_all} vCPUs ({vcpus} each: {vcpu_src})"
         if need_all > u.limit:
             out.append(Finding("refuse", f"{what}, above the {label} quota limit of {u.limit} vCPUs "
                                          f"('{u.name}', {src}): the job can never start"))
@@ -182,7 +200,7 @@ def _cluster_findings(c: Compute, nodes: int, spec_vm_size: str | None) -> list:
 
 
 def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_size: str | None, nodes: int,
-            region: str, now: datetime | None = None) -> str | None:
+            region: str, now: datetime | None = None, sizes: dict | None = None) -> str | None:
     """One short reason why a Queued/Preparing job is not running yet, from the same reads."""
     if status not in WAITING:
         return None
@@ -194,7 +212,8 @@ def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_siz
         busy = int(compute.states.get("runningNodeCount") or 0)
         if compute.max_nodes and busy >= compute.max_nodes:
             return f"cluster at max {compute.max_nodes} nodes, all running other jobs"
-    for f in findings(vm_size=vm_size, nodes=nodes, compute=None, usages=usages, region=region,
+    for f in findings(vm_size=(compute.vm_size if compute else None) or vm_size, nodes=nodes, compute=None,
+                      usages=usages, region=region, sizes=sizes,
                       low_priority=bool(compute and compute.priority.lower() == "lowpriority")):
         if f.text.startswith("quota: "):
             return f.text.split(" ('")[0]          # "quota: 20 of 24 vCPUs of NCADSH100v5 family in use"
@@ -222,6 +241,7 @@ class Reader:
         self._computes: dict = {}
         self._usages: tuple | None = None
         self._region: str | None = None
+        self._sizes: dict | None = None
 
     def region(self) -> str:
         if self._region is None:
@@ -238,6 +258,18 @@ class Reader:
         c = Compute.from_rest(name, body) if body else None
         self._computes[name] = (time.monotonic(), c)
         return c
+
+    def sizes(self) -> dict:
+        """VM size (lower case) -> (quota family, vCPUs) as the region's VirtualMachineSizes list says
+        ("standardNCASv3_T4Family" -> "NCASv3_T4"); {} where it cannot be read (then dtrain's own tables)."""
+        if self._sizes is None:
+            try:
+                self._sizes = {str(_pick(v, "name", "name")).lower(): (_family(_pick(v, "family", "family")),
+                                                                      int(_pick(v, "v_cp_us", "vCPUs") or 0))
+                               for v in self.ml.compute.list_sizes(location=self.region())}
+            except Exception:                    # an explanation aid: never the reason a check fails
+                self._sizes = {}
+        return self._sizes
 
     def usages(self) -> list:
         if self._usages and time.monotonic() - self._usages[0] < self.ttl:
@@ -271,7 +303,7 @@ def preflight(reader: Reader, body: dict, tell) -> None:
     low = bool(compute and compute.priority.lower() == "lowpriority") or \
         str((body.get("queueSettings") or {}).get("jobTier") or "").lower() == "spot"
     found = findings(vm_size=spec_size, nodes=nodes, compute=compute, usages=usages, region=region,
-                     spec_vm_size=spec_size, low_priority=low)
+                     spec_vm_size=spec_size, low_priority=low, sizes=reader.sizes())
     refused = [f.text for f in found if f.level == "refuse"]
     if refused:
         raise UsageError("; ".join(refused) + "; nothing was submitted",
@@ -293,6 +325,6 @@ def annotate(reader: Reader, info, props: dict) -> None:
             info.instance_type = size.name if size else compute.vm_size
         if not info.terminal and info.status in WAITING:
             info.waiting = waiting(info.status, compute, reader.usages(), vm_size=info.instance_type,
-                                   nodes=info.nodes, region=reader.region())
+                                   nodes=info.nodes, region=reader.region(), sizes=reader.sizes())
     except Exception:                            # capacity is an explanation, not the job's status
         return
