@@ -138,7 +138,7 @@ def job_cost(info, *, region: str | None = None, tier: str | None = None) -> dic
     size = getattr(info, "instance_type", None)
     if not size:
         return None
-    reg, _ = region_of(region)
+    reg, _ = region_of(region or getattr(info, "region", None))
     found = find(size, reg, tier or "dedicated", online=False)
     out: dict = {"vm_size": found.price.vm_size if found.price else size, "region": reg,
                  "price": found.price.to_dict() if found.price else None, "notes": found.notes,
@@ -169,9 +169,10 @@ def cost_text(c: dict) -> str:
     mark = " if run on Azure ML (local run)" if c.get("local") else ""
     if "attempts" in c:
         parts = ", ".join(f"attempt {a['attempt']} ${a['total']:,.2f}" for a in c["attempts"] if a.get("total") is not None)
-        return f"${c['total']:,.2f} in total ({parts}) at ${price['per_hour']:,.4g}/h per node{mark} ({src})"
+        return (f"${c['total']:,.2f} in total ({parts}) at ${price['per_hour']:,.4g}/h per node in {c['region']}{mark} "
+                f"({src})")
     return (f"${c['total']:,.2f}{mark} ({c['nodes']} node{'s' if c['nodes'] != 1 else ''} x "
-            f"{c['seconds'] / 3600:.4g} h at ${price['per_hour']:,.4g}/h, {src}; {RUN_TIME_ONLY})")
+            f"{c['seconds'] / 3600:.4g} h at ${price['per_hour']:,.4g}/h in {c['region']}, {src}; {RUN_TIME_ONLY})")
 
 
 # --- many jobs, and the --max-cost gate -------------------------------------------------------------

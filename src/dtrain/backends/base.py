@@ -74,6 +74,7 @@ class JobInfo:
     archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
     instance_type: str | None = None      # the VM size its nodes are (what its cost is priced by: cost.py)
     waiting: str | None = None            # why a Queued/Preparing job is not running yet, where the backend knows
+    region: str | None = None             # the Azure region it runs in, where known (its price is the region's)
 
     @property
     def terminal(self) -> bool:
