@@ -8,7 +8,6 @@ Imports no backend.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -63,8 +62,10 @@ def _hours(h: float) -> str:
 def region_of(region: str | None) -> tuple[str, str]:
     if region:
         return region.strip().lower(), "--region"
-    env = os.environ.get("DTRAIN_REGION", "").strip().lower()
-    return (env, "DTRAIN_REGION") if env else (DEFAULT_REGION, "default")
+    from .settings import current
+
+    env = (current().given("DTRAIN_REGION") or "").strip().lower()
+    return (env, "DTRAIN_REGION") if env else (current().text("DTRAIN_REGION") or DEFAULT_REGION, "default")
 
 
 def tier_of(spec: JobSpec, tier: str | None) -> str:

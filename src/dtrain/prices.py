@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass
@@ -91,9 +90,9 @@ def snapshot_regions(vm_size: str) -> list[str]:
 
 # --- the disk cache ---------------------------------------------------------------------------------
 def _cache_path() -> Path:
-    from .backends.settings import dtrain_home
+    from .settings import current
 
-    return dtrain_home() / "prices" / "cache.json"
+    return current().home / "prices" / "cache.json"
 
 
 def _cache_key(vm_size: str, region: str, tier: str) -> str:
@@ -147,7 +146,9 @@ def _matches(item: dict, tier: str) -> bool:
 
 def api_price(vm_size: str, region: str, tier: str, *, url: str | None = None, timeout: float = 10.0) -> Price:
     """Ask the Retail Prices API (paged by NextPageLink) for the size's hourly price in the region."""
-    base = url or os.environ.get("DTRAIN_PRICES_URL") or DEFAULT_URL
+    from .settings import current
+
+    base = url or current().text("DTRAIN_PRICES_URL") or DEFAULT_URL
     link: str | None = base + "?" + urllib.parse.urlencode({"$filter": _filter(vm_size, region)})
     for _ in range(MAX_PAGES):
         if not link:
@@ -184,7 +185,9 @@ class Lookup:
 
 
 def offline() -> bool:
-    return os.environ.get("DTRAIN_PRICES_OFFLINE", "").strip().lower() in ("1", "true", "yes")
+    from .settings import current
+
+    return current().prices_offline
 
 
 def find(vm_size: str, region: str, tier: str = "dedicated", *, online: bool = False) -> Lookup:
