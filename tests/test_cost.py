@@ -196,3 +196,21 @@ def test_a_scaling_study_costs_each_run(spec):
     rs = scale.measure(Metrics(), g, final, "samples_per_s", 0.2)
     assert [(r.nodes, r.cost["total"]) for r in rs] == [(1, 16.39), (2, 32.77)]
     assert rs[1].to_dict()["cost"]["seconds"] == 1800
+
+
+@pytest.mark.slow
+def test_a_local_job_shows_what_it_would_cost_on_its_vm_size(cli, write):
+    """A real local job (one process, `echo`): its record keeps the VM size it stands for, and its cost is
+    that size's price x nodes x its measured run time, marked as a local run."""
+    job = write("job.yml", "command: echo hi\nenvironment: azureml:env@latest\ncompute: local\n"
+                           "resources:\n  instance_count: 1\n  instance_type: Standard_NC8as_T4_v3\n")
+    r = cli("submit", job, "--wait", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    from dtrain.cost import run_seconds
+
+    secs = run_seconds(doc["started"], doc["ended"])
+    assert doc["instance_type"] == "Standard_NC8as_T4_v3" and doc["cost"]["local"] is True
+    assert doc["cost"]["seconds"] == round(secs, 3) and doc["cost"]["total"] == round(0.752 * secs / 3600, 2)
+    s = cli("status", doc["name"])
+    assert "if run on Azure ML (local run)" in s.stderr and "at $0.752/h in eastus" in s.stderr
