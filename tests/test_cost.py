@@ -214,3 +214,20 @@ def test_a_local_job_shows_what_it_would_cost_on_its_vm_size(cli, write):
     assert doc["cost"]["seconds"] == round(secs, 3) and doc["cost"]["total"] == round(0.752 * secs / 3600, 2)
     s = cli("status", doc["name"])
     assert "if run on Azure ML (local run)" in s.stderr and "at $0.752/h in eastus" in s.stderr
+
+
+def test_a_grid_shows_its_total_cost_and_each_combinations(spec, fake_backend, capsys):
+    """The fake backend ends each job at once; each is then given a VM size, 2 nodes and 30 minutes of run."""
+    fake_backend.script = ("Completed",)
+    code, out, err = run_main(capsys, "submit", spec, "--set", "compute=local", "--matrix", "inputs.lr=0.1,0.2",
+                              "--name", "g", "--wait", "-o", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 2
+    for info in fake_backend.jobs.values():
+        info.started, info.ended = "2026-01-01T10:00:00Z", "2026-01-01T10:30:00Z"
+        info.instance_type, info.nodes = A100, 2
+    code, out, err = run_main(capsys, "status", "g", "-o", "json")
+    assert [j["cost"]["total"] for j in json.loads(out)] == [32.77, 32.77]
+    code, out, err = run_main(capsys, "status", "g")
+    assert "cost: $65.54 in total for 2 ended jobs" in err

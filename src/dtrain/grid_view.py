@@ -89,6 +89,12 @@ def json_rows(grid, infos: dict, metric_key: str | None = None, metrics: dict | 
         info = infos.get(m.name)
         d = info.to_dict() if info else {"name": m.name, "status": "NotSubmitted"}
         d.update(group=grid.group, combination=dict(m.combination))
+        if info is not None and info.terminal:     # what it cost (cost.py: price x nodes x run time)
+            from .cost import job_cost
+
+            c = job_cost(info)
+            if c:
+                d["cost"] = c
         if metric_key:
             p = (metrics or {}).get(m.name)
             d["metrics"] = {metric_key: None if p is None else {"step": p.step, "value": p.value,

@@ -123,6 +123,8 @@ def _ended(p: GridPrinter) -> None:
         if info.failure and p.output != "json":
             err(f"{info.name}:")
             show.failure(info)
+    if p.output == "text":
+        show.total_cost(members)              # each combination's cost: -o json and the CI summary
     key = p.key
     ci.report(members, columns=grid_view.markdown_columns(p.g),
               metrics={n: {key: pt} for n, pt in p.metrics.items()} if key else None)
