@@ -131,3 +131,16 @@ def test_the_usages_examples_numbers_and_the_services_family_of_a_size_dtrain_do
                          "quota limit of 24 vCPUs ('Standard NC Family Cluster Dedicated vCPUs'" in err
     code, _, err = run_main(capsys, "submit", job(1), "--name", "nc1")
     assert code == 0 and "quota: 12 of 24 vCPUs of NC family in use" in err and "regional total" in err
+
+
+def test_validate_with_a_workspace_checks_capacity_and_sends_nothing(emu, job, capsys):
+    set_compute(emu, "gpu-cluster", maxNodeCount=2)
+    emu.capacity.usages["eastus"] = [total(14, 100), usage("NCASv3_T4", 14, 20)]
+    ws = ("--workspace", emu.workspace, "-g", emu.resource_group, "--subscription", emu.subscription_id)
+    code, _, err = run_main(capsys, "validate", job(4), *ws)
+    assert code == 2 and "job.yml: resources.instance_count 4 is more than cluster gpu-cluster's maximum of 2" in err
+    assert "job.yml: invalid" in err
+    code, out, err = run_main(capsys, "validate", job(1), *ws, "-o", "json")
+    assert code == 0 and json.loads(out)["capacity"][0].startswith("capacity: quota: 14 of 20 vCPUs")
+    assert [r for r in emu.requests if r.method != "GET"] == []                     # validate sends nothing
+    assert run_main(capsys, "validate", job(4))[0] == 0                              # offline as before

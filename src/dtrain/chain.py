@@ -467,6 +467,9 @@ class ChainView(Backend):
     def where(self) -> dict | None:
         return self.inner.where()
 
+    def preflight(self, plan) -> list[str]:
+        return self.inner.preflight(plan)
+
     def cancel(self, name: str) -> JobInfo:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
         head = self.inner.status(name)

@@ -119,6 +119,12 @@ class Runner:
         kind = LOCAL if local or spec.is_local_compute else AZURE
         return self._backend(kind).plan(spec, options or SubmitOptions())
 
+    def preflight(self, spec: JobSpec, options: SubmitOptions | None = None) -> list[str]:
+        """Whether the job can start where it would run, sending nothing (docs/capacity.md): UsageError where it
+        never can; what will make it wait, as text."""
+        plan = self.plan(spec, options)
+        return self._backend(plan.backend).preflight(plan)
+
     def render_azure(self, spec: JobSpec, *, format: str, name: str | None = None):
         """The Azure job as `az ml job create --file` takes it (format "yaml", a str), or the whole job PUT
         body azure-ai-ml sends (format "rest", a dict). Lives with the Azure backend; loads no SDK."""

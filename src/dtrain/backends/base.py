@@ -243,6 +243,12 @@ class Backend(ABC):
         """Make sure an ended attempt cannot come back before a retry starts the next (Azure: cancel a
         NotResponding run). Default: nothing to do (a lost local job is over)."""
 
+    def preflight(self, plan: Any) -> "List[str]":
+        """Whether the planned job can start where it would run, without submitting it: raises UsageError
+        where it never can, returns what will make it wait (Azure: the compute and quota, docs/capacity.md).
+        Default: nothing to check."""
+        return []
+
     def where(self) -> dict | None:
         """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later
         commands reach it without flags: Azure, its workspace. None: nothing to record."""

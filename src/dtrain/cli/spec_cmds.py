@@ -8,7 +8,8 @@ import typer
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from .app import app
-from .options import Allow, Inputs, Output, Sets, check_output, emit, load, runner, submit_options, useless
+from .options import (Allow, Inputs, Output, ResourceGroup, Sets, Subscription, WorkspaceName, check_output, emit, load,
+                      runner, submit_options, useless, workspace)
 
 
 @app.command()
@@ -18,8 +19,13 @@ def validate(
     output: Output = "text",
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
     allow: Allow = None,
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
 ):
-    """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
+    """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors. With
+    --workspace (-g, --subscription), also whether each Azure job can start there: the cluster's size and
+    maximum nodes, the vCPU quota (docs/capacity.md); nothing is sent."""
     from ..output import err, print_diagnostics, summary_line
 
     from ..untrusted import in_ci as ci_detected
@@ -31,6 +37,9 @@ def validate(
     check_output(output)
     check_allow(allow)                      # a code that cannot be waived: one usage error, not one per file
     results = [_validate_one(path, set_, strict, in_ci, allow) for path in specs]
+    ws = workspace(subscription, resource_group, workspace_)
+    if ws.given():
+        _capacity(results, set_, allow, ws)
     if output == "text":
         for r, diags in results:
             print_diagnostics(diags)
@@ -39,6 +48,26 @@ def validate(
         docs = [r for r, _ in results]
         emit(docs if len(docs) > 1 or output == "jsonl" else docs[0], output)
     raise typer.Exit(ExitCode.OK if all(r["valid"] for r, _ in results) else ExitCode.INVALID)
+
+
+def _capacity(results, sets, allow, ws) -> None:
+    """--workspace: each valid Azure spec's capacity checks; one that can never start becomes invalid."""
+    from ..output import note
+    from ..spec.validate import load_spec
+
+    r = runner(ws)
+    for doc, _ in results:
+        if not doc["valid"]:
+            continue
+        spec = load_spec(doc["file"], sets, allow=allow)[0]
+        if spec.is_local_compute:
+            continue
+        try:
+            doc["capacity"] = r.preflight(spec)
+        except UsageError as exc:
+            doc["valid"], doc["capacity"] = False, [exc.message]
+        for text in doc["capacity"]:
+            note(f"{doc['file']}: {text}")
 
 
 def _validate_one(path: str, sets, strict: bool, in_ci: bool, allow=None):

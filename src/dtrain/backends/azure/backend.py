@@ -239,6 +239,14 @@ class AzureBackend(Backend):
                                     settings().number("DTRAIN_AZURE_CAPACITY_TTL_S"))
         return self._capacity
 
+    def preflight(self, plan: AzurePlan) -> list[str]:
+        """`validate --workspace`: the checks submit makes before anything is sent (capacity.py), alone."""
+        from .capacity import preflight
+
+        told: list[str] = []
+        preflight(self.capacity(), plan.body, told.append)
+        return told
+
     def _errors(self, what: str, job: str | None = None):
         return azure_errors(what, job=job, workspace=self._ws)
 
