@@ -201,5 +201,7 @@ LOWEST_VERSIONS_SDK = ["tests/test_conformance.py", "tests/test_azure_emulator.p
         "submit_survives_throttling_errors_resets_and_slow_answers", "code_upload_refused_by_storage_ends_with_what_to_check",
         "an_input_upload_to_a_storage_host_that_does_not_resolve_fails_at_once",
         "expired_token_is_refreshed_from_the_token_file", "authentication_failure_exits_6_with_a_hint",
-        "configuration_errors_exit_6")]
+        "configuration_errors_exit_6")] + [
+    # the compute's REST read, the Usages and VM sizes lists (capacity.py), in process: a few seconds
+    "tests/test_capacity_azure.py::test_quota_limit_refuses_and_quota_in_use_warns"]
 
