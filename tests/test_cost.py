@@ -138,6 +138,9 @@ def test_max_cost_below_the_estimate_submits_nothing(spec, fake_backend, capsys)
     assert fake_backend.jobs == {}
     code, _, err = run_main(capsys, "submit", spec, *local, "--matrix", "inputs.lr=0.1,0.2", "--max-cost", "100")
     assert code == 2 and "the grid of 2 jobs would cost up to $131.08" in err and fake_backend.jobs == {}
+    code, _, err = run_main(capsys, "submit", spec, *local, "--max-cost", "70", "--retries", "1", "--name", "c")
+    assert code == 2 and "the retry chain (2 attempts at most) would cost up to $131.08" in err
+    assert fake_backend.jobs == {}
     code, out, err = run_main(capsys, "submit", spec, *local, "--max-cost", "70")
     assert code == 0 and len(fake_backend.jobs) == 1, err
 

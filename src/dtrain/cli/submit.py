@@ -71,7 +71,7 @@ def submit(
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     useless("--python", python and not is_local, "only applies to local runs (on Azure the environment's python runs)")
-    _gate(spec_obj, max_cost, is_local)
+    _gate(spec_obj, max_cost, is_local, policy.retries + 1 if policy else 1)
     if dry_run:
         from .cost import dry_run_line
         from .spec_cmds import print_rendered
@@ -87,12 +87,15 @@ def submit(
         follow_jobs(r, [info.name], output=output, timeout=timeout, stream=not quiet, submitted=info)
 
 
-def _gate(spec_obj, max_cost, is_local: bool) -> None:
+def _gate(spec_obj, max_cost, is_local: bool, attempts: int) -> None:
+    """--max-cost: a retry chain is priced as all the attempts it may run."""
     if max_cost is not None:
         from ..cost import check_max_cost
         from .cost import estimate_specs
 
-        check_max_cost(estimate_specs("", None, None, None, specs=spec_obj, local=is_local)[1], max_cost)
+        one = estimate_specs("", None, None, None, specs=spec_obj, local=is_local)[1]
+        check_max_cost(one * attempts, max_cost, "the job" if attempts == 1 else
+                       f"the retry chain ({attempts} attempts at most)")
 
 
 def _check_flags(dry_run: bool, wait: bool, output: str, timeout, quiet: bool, ws) -> None:

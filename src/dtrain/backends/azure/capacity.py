@@ -320,7 +320,7 @@ def annotate(reader: Reader, info, props: dict) -> None:
     name = _compute_name(props.get("computeId"))
     try:
         info.region = reader.region()            # one workspace read per backend: the job's prices are its region's
-        compute = reader.compute(name) if name and (not info.instance_type or not info.terminal) else None
+        compute = reader.compute(name) if name and (not info.instance_type or info.status in WAITING) else None
         if compute is not None and compute.vm_size and not res.get("instanceType"):
             size = lookup(compute.vm_size)
             info.instance_type = size.name if size else compute.vm_size
