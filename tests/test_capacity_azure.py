@@ -5,6 +5,7 @@ runs in process (run_main) over the emulator's thread: a few seconds in all."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -96,6 +97,8 @@ def test_a_waiting_job_says_the_cluster_is_resizing_then_its_allocation_error(em
     assert json.loads(run_main(capsys, "status", "w", "-o", "json")[1])["waiting"].startswith("cluster resizing 0 -> 2")
     code, _, err = run_main(capsys, "wait", "w", "--timeout", "1")            # the wait's progress line says it too
     assert code == 4 and "w: Queued (cluster resizing 0 -> 2 nodes" in err
+    code, _, err = run_main(capsys, "submit", "job.yml", "--name", "w2", "--wait", "--timeout", "2")
+    assert code == 4 and re.search(r"^w2: Queued: cluster resizing 0 -> 2 nodes \(0 min\) after \d+ s$", err, re.M), err
     error = {"error": {"code": "QuotaExceeded", "message": "Operation could not be completed as it results in "
                                                             "exceeding approved Standard NCASv3_T4 Family Cores quota."}}
     set_compute(emu, "gpu-cluster", errors=[error])

@@ -48,9 +48,9 @@ def total(current: int, limit: int, *, low_priority: bool = False) -> Dict[str, 
 
 def default_usages() -> List[Dict[str, Any]]:
     """Room for the emulator's default clusters: NC (the gpu-cluster's STANDARD_NC24), Dv2, and the GPU
-    families the templates use, none of them in use."""
+    families the templates and tests use, none of them in use."""
     return [total(0, 1000), usage("NC", 0, 96), usage("Dv2", 0, 96), usage("NDSH100v5", 0, 384),
-            usage("NDAMSv4_A100", 0, 384), usage("NCADSA100v4", 0, 192)]
+            usage("NDAMSv4_A100", 0, 384), usage("NCADSA100v4", 0, 192), usage("NCASv3_T4", 0, 96)]
 
 
 def vm_size(name: str, family: str, vcpus: int, gpus: int, memory_gb: float) -> Dict[str, Any]:

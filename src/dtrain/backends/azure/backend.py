@@ -351,7 +351,11 @@ class AzureBackend(Backend):
                 if not transient(exc) or attempt == 2:
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 backoff.sleep()
-        return self._info_from_entity(created)
+        info = self._info_from_entity(created)
+        from .capacity import annotate
+
+        annotate(self.capacity(), info, plan.body)    # why it waits, from its first status on
+        return info
 
     def _adopt(self, plan: AzurePlan, existing: dict, ours: bool = False) -> JobInfo:
         props = existing.get("properties") or {}
