@@ -147,3 +147,22 @@ def test_validate_with_a_workspace_checks_capacity_and_sends_nothing(emu, job, c
     assert code == 0 and json.loads(out)["capacity"][0].startswith("capacity: quota: 14 of 20 vCPUs")
     assert [r for r in emu.requests if r.method != "GET"] == []                     # validate sends nothing
     assert run_main(capsys, "validate", job(4))[0] == 0                              # offline as before
+
+
+def test_a_retry_chain_costs_each_attempt_from_its_own_run_time(emu, job, capsys, monkeypatch):
+    monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0.1")
+    lost = {"code": "NodeLost", "message": "a node was preempted (scripted)"}
+    set_compute(emu, "gpu-cluster", vmSize="STANDARD_ND96AMSR_A100_V4")      # 32.77 USD/h: cents show
+    emu.script_job_statuses(["Queued", "Running", "NotResponding"], 0.3, job="ch", error=lost)
+    emu.script_job_statuses(["Queued", "Running", "Running", "Completed"], 0.3, job="ch-r1")
+    code, out, err = run_main(capsys, "submit", job(2), "--name", "ch", "--retries", "1", "--wait", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    from dtrain.cost import run_seconds
+
+    measured = {a["name"]: run_seconds(a["started"], a["ended"]) for a in doc["attempts"]}
+    costs = {a["name"]: a for a in doc["cost"]["attempts"]}
+    assert set(costs) == {"ch", "ch-r1"} and measured["ch"] != measured["ch-r1"]
+    for name, secs in measured.items():
+        assert costs[name]["seconds"] == round(secs, 3) and costs[name]["total"] == round(32.77 * 2 * secs / 3600, 2)
+    assert doc["cost"]["total"] == round(sum(a["total"] for a in costs.values()), 2) > 0
