@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,9 +108,20 @@ def run_cli(*args, cwd=None, env=None, timeout=120, input=None):
                           capture_output=True, text=True, input=input)
 
 
+def cli_in_process(*args, cwd=None, env=None, timeout=120, input=None):
+    """The same as run_cli, but dtrain's main() runs in this process (about 0.4 CPU-s less per call, 2 with
+    azure-ai-ml), unless stdin is given or the caller is not the main thread (concurrent calls)."""
+    if input is not None or threading.current_thread() is not threading.main_thread():
+        return run_cli(*args, cwd=cwd, env=env, timeout=timeout, input=input)
+    from fakes import run_in_process
+
+    return run_in_process([str(a) for a in args], env={**os.environ, **(env or {})}, cwd=cwd or os.getcwd())
+
+
 @pytest.fixture
 def cli():
-    return run_cli
+    """dtrain's CLI, in process (tests that need a process of its own use run_cli)."""
+    return cli_in_process
 
 
 @pytest.fixture
