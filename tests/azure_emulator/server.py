@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
+from .artifact_store import ArtifactStore
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
@@ -39,7 +40,7 @@ STORAGE_ACCOUNT = "dtrainemustorage"
 STORAGE_SUFFIX = "core.windows.net"
 UNRESOLVABLE_SUFFIX = "storage.invalid"
 DEFAULT_DATASTORE = "workspaceblobstore"
-ARTIFACT_CONTAINER = "azureml"
+ARTIFACT_CONTAINER = "azureml"    # the container of datastore workspaceartifactstore (artifact_store.py)
 BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
 SAS_QUERY = "sv=2021-08-06&sr=c&sp=racwl&se=2099-01-01T00%3A00%3A00Z&sig=ZW11bGF0b3I%3D"
 
@@ -235,6 +236,7 @@ class AzureMLEmulator:
         self.token_expiries: List[TokenExpiry] = []
         self.tokens_seen: List[str] = []
         self._operations: Dict[str, Dict[str, Any]] = {}
+        self.artifacts = ArtifactStore(self)   # workspaceartifactstore and where logs are listed (its modes)
         self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
         self._default_script = StatusScript()
         self._job_scripts: Dict[str, StatusScript] = {}
@@ -637,6 +639,8 @@ class AzureMLEmulator:
                         raise HTTPError(404, "ResourceNotFound", f"Compute '{parts[1]}' was not found.")
                     return _json(200, self.computes[parts[1]])
         if kind == "datastores":
+            if n >= 2 and parts[1] == "workspaceartifactstore":
+                return self.artifacts.datastore_call(method, parts)
             if n == 1 and method == "GET":
                 return _json(200, {"value": [self._datastore()]})
             if n == 2 and method == "GET":
@@ -996,7 +1000,7 @@ class AzureMLEmulator:
                 return _json(200, self._run(state, status))
             if rest == "/details":
                 details = self._run(state, status)
-                details["logFiles"] = {n: self._log_url(state, n) for n in self._log_names(state)}
+                details["logFiles"] = self.artifacts.log_files(state)
                 details["runDefinition"] = {"command": state.props.get("command")}
                 details["warnings"] = []
                 return _json(200, details)
@@ -1126,6 +1130,7 @@ class AzureMLEmulator:
         container, _, blob_name = rest.partition("/")
         blob_name = unquote(blob_name)
         container = unquote(container)
+        self.artifacts.check_access(container, query, headers)
         comp, restype = query.get("comp"), query.get("restype")
         base = {"x-ms-version": headers.get("x-ms-version", "2021-08-06"), "x-ms-request-id": str(uuid.uuid4())}
         if restype == "container" and not blob_name:
@@ -1234,7 +1239,9 @@ class AzureMLEmulator:
         max_results = int(query.get("maxresults") or 5000)
         marker = query.get("marker") or ""
         with self._lock:
-            names = sorted(n for (c, n) in self.blobs if c == container and n.startswith(prefix) and n > marker)
+            blobs = {n: b for (c, n), b in self.blobs.items() if c == container and n.startswith(prefix)}
+            blobs.update(self.artifacts.listed(container, prefix))
+            names = sorted(n for n in blobs if n > marker)
             items: List[str] = []
             prefixes: List[str] = []
             next_marker = ""
@@ -1251,7 +1258,7 @@ class AzureMLEmulator:
                     next_marker = last
                     break
                 last = n
-                b = self.blobs[(container, n)]
+                b = blobs[n]
                 meta = "".join(f"<{k}>{xml_escape(v)}</{k}>" for k, v in b.metadata.items()) if include_meta else ""
                 items.append(
                     f"<Blob><Name>{xml_escape(n)}</Name><Properties>"
