@@ -74,7 +74,7 @@ def test_logs_without_user_logs_in_logfiles_come_from_the_datastore(monkeypatch,
         lists = _storage_lists(emu)
         assert lists and {r.query["prefix"] for r in lists} == {"ExperimentRun/dcid.tf/user_logs/",
                                                                 "ExperimentRun/dcid.tf/azureml-logs/"}
-        assert all(r.headers.get("authorization") for r in lists)          # signed with the listSecrets key
+        assert all(r.query.get("sig") == "YWNjb3VudC1zYXM=" for r in lists)   # the SAS listSecrets answered
         assert emu.requests_to(r"/datastores/workspaceartifactstore/listSecrets$", "POST")
 
 
@@ -97,7 +97,7 @@ def test_storage_refusing_key_access_is_a_clear_usage_error(monkeypatch, project
 @pytest.mark.sdk
 def test_the_failure_summary_reads_the_datastore_logs(monkeypatch, project, capsys):  # noqa: F811
     with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as emu:
-        emu.artifacts.mode = "datastore"
+        emu.artifacts.mode, emu.artifacts.key_secrets = "datastore", True     # signed here with the key
         emu.script_job_statuses(["Queued", "Running", "Failed"], None, job="bad",
                                 error={"code": "UserError", "message": "rank 2 failed"})
         _in_process(monkeypatch, emu, project)
@@ -106,3 +106,4 @@ def test_the_failure_summary_reads_the_datastore_logs(monkeypatch, project, caps
         code, out, err = run_main(capsys, "wait", "bad")
         assert code == 1, err
         assert "ValueError: bad batch on rank 2" in err
+        assert all(r.headers.get("authorization") for r in _storage_lists(emu))   # SharedKey: the account key

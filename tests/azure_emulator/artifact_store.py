@@ -3,28 +3,29 @@
 Modes (`emu.artifacts.mode`):
 - "logFiles" (the default): the run details' logFiles list every rank's user log, signed by the service;
 - "datastore": logFiles lists no user logs (only a system log), and the logs are found as azure-ai-ml's
-  jobs.stream finds them: datastore `workspaceartifactstore` (GET; listSecrets answers its account key),
-  then a listing of `ExperimentRun/dcid.NAME/user_logs/` on its container `azureml`, path-style;
+  jobs.stream finds them: datastore `workspaceartifactstore` (GET; listSecrets answers an account SAS, as
+  recorded for an expirable secret, or with `key_secrets` the account key), then a listing of
+  `ExperimentRun/dcid.NAME/user_logs/` on its container `azureml`, path-style;
 - "refused": as "datastore", but the storage account has shared-key access turned off: a request signed
-  with the account key (SharedKey, or a SAS not issued by the service) is answered 403
-  KeyBasedAuthenticationNotPermitted.
+  with the account key (SharedKey, or the account SAS: any SAS but the service's own in logFiles) is
+  answered 403 KeyBasedAuthenticationNotPermitted.
 
 Shapes: the datastore as the recorded datastore list answers workspaceartifactstore (test_blob_store.json:
 AzureBlob, container `azureml`, credentialsType AccountKey, serviceDataAccessAuthIdentity None); listSecrets
-as the REST spec's AccountKeyDatastoreSecrets (the recording shows the Sas kind for another datastore);
-the 403 as the Blob service's error XML with x-ms-error-code.
+as datastores.py answers it; the 403 as the Blob service's error XML with x-ms-error-code.
 """
 from __future__ import annotations
 
 import base64
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict
 from urllib.parse import unquote
+
+from .datastores import ACCOUNT_SAS, ARTIFACT_DATASTORE
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import AzureMLEmulator, Blob, JobState
 
-ARTIFACT_DATASTORE = "workspaceartifactstore"
 ACCOUNT_KEY = base64.b64encode(b"dtrain-emulator-account-key-0123").decode("ascii")
 SYSTEM_LOG = "system_logs/lifecycler/execution-wrapper.txt"
 MODES = ("logFiles", "datastore", "refused")
@@ -34,6 +35,7 @@ class ArtifactStore:
     def __init__(self, emu: "AzureMLEmulator") -> None:
         self.emu = emu
         self.mode = "logFiles"          # one of MODES
+        self.key_secrets = False        # listSecrets answers the account key even for an expirable secret
 
     # -- ARM: datastores/workspaceartifactstore[/listSecrets] ------------------------------------------
     def resource(self) -> Dict[str, Any]:
@@ -55,14 +57,11 @@ class ArtifactStore:
             "systemData": _system_data(),
         }
 
-    def datastore_call(self, method: str, parts: List[str]) -> Tuple[int, Dict[str, str], bytes]:
-        from .server import HTTPError, _json
-
-        if len(parts) == 2 and method == "GET":
-            return _json(200, self.resource())
-        if len(parts) == 3 and parts[2] == "listSecrets" and method == "POST":
-            return _json(200, {"secretsType": "AccountKey", "key": ACCOUNT_KEY})
-        raise HTTPError(404, "NotFound", f"The emulator has no route for {method} datastores/{'/'.join(parts[1:])}")
+    def secrets(self, expirable: bool) -> Dict[str, Any]:
+        """listSecrets: an account SAS for an expirable secret (as recorded for every datastore), else the key."""
+        if expirable and not self.key_secrets:
+            return {"secretsType": "Sas", "sasToken": "?" + ACCOUNT_SAS}
+        return {"secretsType": "AccountKey", "key": ACCOUNT_KEY}
 
     # -- run history: what logFiles lists ----------------------------------------------------------------
     def log_files(self, state: "JobState") -> Dict[str, str]:

@@ -158,3 +158,15 @@ def service_job_properties(
     for key, value in sent.items():           # anything else sent is kept as sent
         props.setdefault(key, value)
     return props
+
+
+def service_environment_properties(sent: Dict[str, Any]) -> Dict[str, Any]:
+    """An environment version's properties as the service answers its PUT (test_ray_command_job.json): the
+    fields it adds, null or defaulted, around what was sent."""
+    props: Dict[str, Any] = {"description": None, "tags": {}, "properties": {"azureml.labels": ""},
+                             "isArchived": False, "isAnonymous": False, "autoDeleteSetting": None,
+                             "environmentType": "UserCreated", "condaFile": "", "osType": "Linux",
+                             "autoRebuild": "Disabled", "provisioningState": "Succeeded", "stage": "Logged",
+                             "intellectualProperty": None}
+    props.update({k: copy.deepcopy(v) for k, v in sent.items() if v is not None})
+    return props

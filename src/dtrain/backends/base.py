@@ -255,6 +255,11 @@ class Backend(ABC):
             log.lines = _texts(log, iter(self.logs(name, rank=r)))
             yield log
 
+    def files(self, name: str, *, outputs: List[str] | None = None, logs: bool = False) -> List[Any]:
+        """The job's files for `dtrain download` (backends/files.py JobFile): the outputs named (None: every
+        output), and with logs every log."""
+        raise _unsupported(self, "downloading a job's files (dtrain download)")
+
     def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step
         order; {} when it logged none (the default: a backend without metrics)."""

@@ -448,6 +448,20 @@ class AzureBackend(Backend):
         return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=_workers(props),
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
 
+    def files(self, name: str, *, outputs: list | None = None, logs: bool = False) -> list:
+        """The job's outputs and logs on its datastores, for `dtrain download` (output_files.py)."""
+        from .output_files import log_files, output_files
+
+        raw = self._get_raw(name)
+        if raw is None:
+            raise JobNotFound(f"no Azure ML job named '{name}'", hint="`dtrain list` shows the jobs")
+        props = raw.get("properties") or {}
+        files = [] if outputs == [] else output_files(self.ml, name, props, outputs, self.storage_endpoint)
+        if logs:
+            rd = self._run_details(name)
+            files += log_files(self._log_sources(name, props).files(rd.get("logFiles") or rd.get("log_files") or {}))
+        return files
+
     def _log_sources(self, name: str, props: dict):
         """logFiles, else the job's default output folder on its datastore (storage_logs.py)."""
         from .storage_logs import LogSources, default_output_folder, resolve_folder

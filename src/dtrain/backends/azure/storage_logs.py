@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import List, Optional, Tuple
 from urllib.parse import quote
 
 from .storage_endpoint import account_url
@@ -67,17 +68,26 @@ class DatastoreFolder:
             url += "?" + self.sas.lstrip("?")
         return ContainerClient.from_container_url(url, credential=credential or None, retry_total=3)
 
-    def list(self, folder: str) -> list:
-        """The blobs under PREFIX/folder (name, size); StorageRefused on a 403."""
+    def list(self, folder: str) -> List[Tuple[str, int, Optional[bytes]]]:
+        """The blobs under PREFIX/folder: (name, size, md5 or None); StorageRefused on a 403."""
+        return self.list_under(f"{self.prefix}/{folder}")
+
+    def list_under(self, start: str) -> List[Tuple[str, int, Optional[bytes]]]:
         from azure.core.exceptions import HttpResponseError
 
         try:
             with self.container_client() as client:
-                return [(b.name, b.size) for b in client.list_blobs(name_starts_with=f"{self.prefix}/{folder}")]
+                return [(b.name, b.size, _md5(b)) for b in client.list_blobs(name_starts_with=start)
+                        if b.name == start or start.endswith("/") or b.name.startswith(start + "/")]
         except HttpResponseError as exc:
             if exc.status_code == 403:
                 raise StorageRefused(self.datastore, self.account, getattr(exc, "error_code", None)) from None
             raise
+
+
+def _md5(blob) -> bytes | None:
+    md5 = getattr(getattr(blob, "content_settings", None), "content_md5", None)
+    return bytes(md5) if md5 else None
 
 
 def default_output_folder(props: dict) -> tuple[str, str] | None:
@@ -114,7 +124,7 @@ def list_logs(folder: DatastoreFolder) -> dict[str, str]:
     """logFiles' shape from the datastore: each log's name under the folder -> a signed URL."""
     out = {}
     for sub in LOG_FOLDERS:
-        for name, _ in folder.list(sub):
+        for name, _, _ in folder.list(sub):
             out[name[len(folder.prefix) + 1:]] = folder.blob_url(name)
     return out
 
