@@ -27,6 +27,7 @@ from .client import (RememberingCredential, endpoint_from_env, make_credential, 
 from .errors import azure_errors, translate, transient
 from . import sdk
 from .plan import AzurePlan, build_plan, differences
+from .services import job_services
 from .storage_endpoint import storage_endpoint_from_env
 from .upload_guard import guarded, is_storage_failure, upload_error
 
@@ -643,7 +644,7 @@ class AzureBackend(Backend):
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                        created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                        url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
-                       archived=bool(props.get("isArchived")))
+                       archived=bool(props.get("isArchived")), services=job_services(props))
 
     def _info_from_entity(self, job) -> JobInfo:
         nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
