@@ -8,9 +8,8 @@ anything but a loopback address is refused: the account keys dtrain signs with m
 """
 from __future__ import annotations
 
-import os
-
 from ...errors import ConfigError
+from ...settings import Settings
 from .endpoint_url import UnsafeEndpoint, parse_endpoint
 
 ENV_STORAGE_ENDPOINT = "DTRAIN_STORAGE_ENDPOINT"
@@ -20,8 +19,7 @@ _HINT = ("unset it to reach storage accounts at https://ACCOUNT.blob.SUFFIX; it 
 
 def storage_endpoint_from_env(environ=None) -> str | None:
     """The loopback endpoint (without a trailing '/'), None when unset; ConfigError for any other address."""
-    env = os.environ if environ is None else environ
-    raw = (env.get(ENV_STORAGE_ENDPOINT) or "").strip()
+    raw = (Settings(environ).text(ENV_STORAGE_ENDPOINT) or "").strip()
     if not raw:
         return None
     try:
