@@ -16,7 +16,7 @@ from .options import JobName, Local, Output, ResourceGroup, Subscription, Worksp
 @app.command()
 def download(
     name: JobName,
-    output_name: Optional[str] = typer.Option(None, "--output-name", "-n", metavar="N", help="Only this output."),
+    output_name: Optional[str] = typer.Option(None, "--output-name", metavar="N", help="Only this output."),
     all_: bool = typer.Option(False, "--all", help="Every output and every log."),
     logs: bool = typer.Option(False, "--logs", help="The logs (alone, or with --output-name's output)."),
     path: Optional[Path] = typer.Option(None, "--path", "--download-path", "-p", metavar="DIR",
