@@ -18,10 +18,6 @@ _WS = re.compile(r"^https://[^/]+(/subscriptions/[^/]+/resourceGroups/[^/]+/prov
                  r"Microsoft\.MachineLearningServices/workspaces/[^/?]+)")
 _BLOB = re.compile(r"^https://[^/.]+\.blob\.core\.windows\.net/([^/]+)/")
 _SHAPE_ONLY = ("systemData",)       # who and when: the sanitized recording and the emulator differ by design
-# Fields of a recorded answer the emulator leaves out, each with why (none may hide a field a client reads).
-_NOT_EMULATED = {
-    "properties.properties._azureml.ClusterName", "properties.properties._azureml.ComputeTargetType",
-}
 
 
 def _recordings(conformance_dir):
@@ -78,8 +74,6 @@ def _compare_body(recorded, emulated, where: str) -> list[str]:
     want, got = _shape(recorded), _shape(emulated)
     problems = []
     for path, kind in want.items():
-        if path in _NOT_EMULATED or any(path.startswith(p + ".") for p in _NOT_EMULATED):
-            continue
         if path not in got:
             problems.append(f"{where}: {path} missing")
         elif kind != "NoneType" and got[path] != "NoneType" and got[path] != kind:
