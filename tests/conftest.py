@@ -42,7 +42,7 @@ _CLEARED = (
     "TF_BUILD", "AGENT_TEMPDIRECTORY", "SYSTEM_OIDCREQUESTURI", "SYSTEM_ACCESSTOKEN",
     "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "MSI_ENDPOINT", "MSI_SECRET",   # managed identity
     "FORCE_COLOR", "AZ_BATCH_MASTER_NODE", "MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "NODE_RANK",
-    "WORLD_SIZE", "TF_CONFIG",
+    "WORLD_SIZE", "TF_CONFIG", "DISPLAY", "WAYLAND_DISPLAY",   # `--web` never opens a browser in a test
 )
 _KEPT = ("DTRAIN_CONFORMANCE",)   # where the conformance material is (see above): the tests' own setting
 

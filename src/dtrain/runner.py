@@ -204,6 +204,17 @@ class Runner:
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None, local: bool = False):
         return self._owner(name, local).logs(name, follow=follow, rank=rank)
 
+    def download(self, name: str, folder: str | Path | None = None, *, outputs: list | None = None,
+                 logs: bool = False, local: bool = False, progress=None):
+        """A job's outputs (None: all; [] none) and, with logs, its logs, under folder (default ./NAME),
+        resumable (download.py). A retry chain's name stands for its latest attempt."""
+        from .download import download
+
+        view = self._owner(name, local)
+        job = view.latest(name)
+        files = view.inner.files(job, outputs=outputs, logs=logs)
+        return download(files, Path(folder) if folder else Path.cwd() / job, progress)
+
     def list(self, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None, archived: str = "hide", statuses=()) -> list[JobInfo]:
         """Newest first. archived: "hide" (as az ml job list), "all" (--include-archived) or "only"

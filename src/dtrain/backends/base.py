@@ -72,6 +72,7 @@ class JobInfo:
     chain: dict | None = None             # a retry chain shown as one job (chain.py): policy, attempts, next
     description: str | None = None
     archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
+    services: dict | None = None          # interactive services (TensorBoard, SSH, ...): name -> type, endpoint, status
 
     @property
     def terminal(self) -> bool:
@@ -79,6 +80,8 @@ class JobInfo:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["services"] is None:
+            del d["services"]                 # only a job with interactive services has them
         if d["chain"] is None:
             del d["chain"]                    # only a chain's JSON has it, with its attempts at the top too
         else:
@@ -254,6 +257,11 @@ class Backend(ABC):
             log = RankLog(rank=r, node=r // ppn, source=f"rank {r}")
             log.lines = _texts(log, iter(self.logs(name, rank=r)))
             yield log
+
+    def files(self, name: str, *, outputs: List[str] | None = None, logs: bool = False) -> List[Any]:
+        """The job's files for `dtrain download` (backends/files.py JobFile): the outputs named (None: every
+        output), and with logs every log."""
+        raise _unsupported(self, "downloading a job's files (dtrain download)")
 
     def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step

@@ -23,6 +23,8 @@ Output = Annotated[str, typer.Option("--output", "-o", help="text, json or jsonl
 Timeout = Annotated[Optional[float], typer.Option("--timeout", help="Stop waiting after S seconds (exit 4; "
                                                   "the jobs keep running).")]
 Local = Annotated[bool, typer.Option("--local", help="Look only at local jobs.")]
+Web = Annotated[bool, typer.Option("--web", help="Open the job in Azure ML Studio (prints the address where no "
+                                   "browser can be opened).")]
 Sets = Annotated[Optional[List[str]], typer.Option("--set", metavar="PATH=VALUE", help="Override a spec value, "
                                                    "as `az ml job create --set` does (repeatable).")]
 Inputs = Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=PATH", help="Local path for an "

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .app import app
-from .options import (Allow, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
+from .options import (Allow, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription, Web, WorkspaceName,
                       check_output, check_timeout, emit, load, runner, submit_options, useless, useless_all, workspace)
 
 
@@ -37,6 +37,7 @@ def submit(
                                            "failures). Canceled and timed-out attempts are never retried."),
     allow: Allow = None,
     python: Python = None,
+    web: Web = False,
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", metavar="N", help="With --matrix: allow a grid of "
                                            "up to N jobs (default 1000; a larger grid is refused before anything "
                                            "is built)."),
@@ -75,6 +76,10 @@ def submit(
     r = runner(ws)
     info = r.submit(spec_obj, submit_options(name, input_, allow, python), local=is_local, policy=policy)
     _submitted(info, policy, wait, output)
+    if web:
+        from . import show
+
+        show.web(info)
     if wait:
         from .follow_view import follow_jobs
 

@@ -312,6 +312,16 @@ class LocalBackend(Backend):
 
         return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal, on_skip=self._note)
 
+    def files(self, name: str, *, outputs: list | None = None, logs: bool = False) -> list:
+        """The job's output files and logs for `dtrain download` (files.py)."""
+        from .files import job_files
+
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            job_dir = exc.path.parent             # its outputs are still worth reading
+        return job_files(name, job_dir, read_json(job_dir / PLAN), outputs, logs)
+
     def rank_logs(self, name: str):
         """Every rank's log file, with the exit code state.json recorded for its process (dtrain why)."""
         from ...diagnose.scan import job_folder_logs
