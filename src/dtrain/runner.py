@@ -400,8 +400,9 @@ class Runner:
     def why(self, name: str, *, local: bool = False) -> "List":
         """Why a job failed: every cause its rank logs show (dtrain.diagnose.Cause), the top cause first;
         [] for a job whose logs show none."""
-        from .diagnose import diagnose
+        from .diagnose import JobFacts, diagnose
 
         view = self._owner(name, local)
         info = view.status(name)
-        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None)
+        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None,
+                        job=JobFacts.of(info))

@@ -17,6 +17,9 @@ def why(
                                  "download` leaves: user_logs/std_log_process_N.txt; or a local job folder)."),
     output: str = typer.Option("text", "--output", "-o", help="text, or json: {\"job\", \"causes\": [{kind, "
                                "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}."),
+    instance_type: str = typer.Option(None, "--instance-type", metavar="SIZE", help="With a folder: the VM size "
+                                      "the job ran on (says whether NCCL on TCP sockets is a slowdown: sizes "
+                                      "with InfiniBand)."),
     local: Local = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
@@ -24,9 +27,10 @@ def why(
 ):
     """Say why a job failed: read every rank's log and report each cause found (a collective timeout and the
     ranks that lagged, GPU or host out of memory, more processes than GPUs, a missing package, a rank that
-    never joined, no space left, NCCL errors, else the first traceback), with the evidence (file:line) and
-    what to change (docs/troubleshooting.md). Exit 0 whatever is found; 2 for an unknown job or folder."""
-    from ..diagnose import diagnose, folder_logs
+    never joined, no space left, NCCL errors, preemption or a lost node, else the first traceback; NCCL on
+    TCP sockets on an InfiniBand VM size), with the evidence (file:line) and what to change
+    (docs/troubleshooting.md). Exit 0 whatever is found; 2 for an unknown job or folder."""
+    from ..diagnose import JobFacts, diagnose, folder_logs
 
     check_output(output, ("text", "json"))
     folder = Path(target)
@@ -35,10 +39,12 @@ def why(
         if not logs:
             raise UsageError(f"no rank logs under {target}",
                              hint="expected user_logs/std_log_process_N.txt files (or a local job folder)")
-        causes = diagnose(logs)
+        causes = diagnose(logs, job=JobFacts(instance_type=instance_type))
     elif "/" in target:
         raise UsageError(f"no folder {target}", hint="give a job name or a folder of logs")
     else:
+        if instance_type:
+            raise UsageError("--instance-type only applies to a folder of logs", hint="a job's own VM size is used")
         causes = runner(workspace(subscription, resource_group, workspace_, local)).why(target, local=local)
     show(target, causes, output)
 

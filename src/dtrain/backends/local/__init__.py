@@ -131,7 +131,7 @@ class LocalBackend(Backend):
                 "name": plan.name, "status": "Queued", "created": _now(), "started": None, "ended": None,
                 "experiment_name": plan.experiment_name, "display_name": plan.display_name,
                 "tags": plan.tags, "nodes": plan.nodes, "processes_per_node": plan.processes_per_node,
-                "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
+                "framework": plan.framework, "instance_type": plan.instance_type, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
                 "supervisor": None, "processes": [], "failure": None, "timed_out": False,
                 "cancel_requested": False, "grace_s": grace_seconds(),
                 # who starts the supervisor: a re-run starts a job whose submitter died before it could
@@ -538,7 +538,8 @@ def _info(state: dict, job_dir: Path) -> JobInfo:
                    nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
                    url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
                    timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir),
-                   ports=_ports(state), description=state.get("description"), archived=bool(state.get("archived")))
+                   ports=_ports(state), description=state.get("description"), archived=bool(state.get("archived")),
+                   instance_type=state.get("instance_type"))
 
 
 def _ports(state: dict) -> dict:
