@@ -173,7 +173,8 @@ class Runner:
         ch.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
         is_local = local or spec.is_local_compute
         backend = self._backend(LOCAL if is_local else AZURE)
-        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
+        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths,
+                               preempt_after_s=options.preempt_after_s)
         try:
             first = self._submit_on(plan, backend)
         except UsageError as exc:            # the name is taken by another job: say so if it is a chain's

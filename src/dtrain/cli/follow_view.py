@@ -112,7 +112,7 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
             emit([i.to_dict() for i in infos], "json")
     for info in infos:
         p.final(info)
-        if exit_code(info) == ExitCode.JOB_FAILED:
+        if exit_code(info) in (ExitCode.JOB_FAILED, ExitCode.INFRA):     # failed, preempted, lost
             from .why import top_cause
 
             top_cause(runner, info)
