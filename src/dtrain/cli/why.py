@@ -69,16 +69,29 @@ def show(job: str, causes: list, output: str) -> None:
         out(f"  hint: {c.hint}")
 
 
-def top_cause(runner_, info) -> None:
-    """Under a failed job's summary: its top cause and hint. Diagnosing never fails the command."""
+def top_causes(runner_, infos) -> dict:
+    """The top cause of each job that failed, was preempted or lost (exit 1 or 5), by name, for the end of a
+    wait and the CI summary. Diagnosing never fails the command: a job that cannot be read has none."""
     from ..errors import DtrainError
+    from ..exitcodes import ExitCode
+    from ..status import exit_code
+
+    found = {}
+    for info in infos:
+        if exit_code(info) not in (ExitCode.JOB_FAILED, ExitCode.INFRA):
+            continue
+        try:
+            causes = runner_.why(info.name)
+        except (DtrainError, OSError):
+            continue
+        if causes:
+            found[info.name] = causes[0]
+    return found
+
+
+def show_top_cause(name: str, c) -> None:
+    """Under a failed job's summary: its top cause and hint."""
     from ..output import err, shown
 
-    try:
-        causes = runner_.why(info.name)
-    except (DtrainError, OSError):
-        return
-    if causes:
-        c = causes[0]
-        err(f"{info.name}: why: {c.kind}: {shown(c.summary)}")
-        err(f"  hint: {c.hint} (all causes: `dtrain why {info.name}`)")
+    err(f"{name}: why: {c.kind}: {shown(c.summary)}")
+    err(f"  hint: {c.hint} (all causes: `dtrain why {name}`)")
