@@ -235,3 +235,17 @@ def test_a_failed_wait_ends_with_the_top_cause_and_a_broken_diagnosis_changes_no
     monkeypatch.setattr(Runner, "why", broken)
     assert main(["wait", "bad"]) == 1
     assert "why:" not in capsys.readouterr().err
+
+
+def test_why_name_reads_the_jobs_vm_size_for_the_socket_hint(fake_backend, capsys):
+    from dtrain.backends.base import JobInfo
+    from fakes import run_main
+
+    socket = (LOGS / "nccl_socket_ib" / "user_logs" / "std_log_process_0.txt").read_text().splitlines()
+    for name, size in (("ib", "Standard_ND96isr_H100_v5"), ("noib", "Standard_NC24ads_A100_v4")):
+        fake_backend.add(JobInfo(name=name, backend="local", status="Completed", nodes=2, instance_type=size))
+        fake_backend.lines[name] = socket
+    code, out, _ = run_main(capsys, "why", "ib", "-o", "json")
+    assert code == 0 and [c["kind"] for c in json.loads(out)["causes"]] == ["nccl_socket"]
+    code, out, _ = run_main(capsys, "why", "noib", "-o", "json")
+    assert code == 0 and json.loads(out)["causes"] == []

@@ -18,6 +18,7 @@ distribution:
   process_count_per_instance: {ppn}
 resources:
   instance_count: 2
+  instance_type: Standard_ND96isr_H100_v5
 """
 
 pytestmark = pytest.mark.slow
@@ -60,3 +61,4 @@ def test_a_completed_local_job_has_no_cause(cli, write):
     name = listed[0]["name"]
     w = cli("why", name, "-o", "json")
     assert w.returncode == 0 and json.loads(w.stdout)["causes"] == []
+    assert json.loads(cli("status", name, "-o", "json").stdout)["instance_type"] == "Standard_ND96isr_H100_v5"
