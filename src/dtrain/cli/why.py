@@ -64,8 +64,8 @@ def show(job: str, causes: list, output: str) -> None:
         nodes = ", ".join(str(n) for n in c.nodes)
         if where:
             out(f"  ranks: {where}" + (f"  nodes: {nodes}" if nodes else ""))
-        for file, line, text in c.evidence:
-            out(f"  {shown(file)}:{line}: {shown(text)}")
+        for file, line, text in c.evidence:      # line 0: the job's status, not a line of a file
+            out(f"  {shown(file)}" + (f":{line}" if line else "") + f": {shown(text)}")
         out(f"  hint: {c.hint}")
 
 
