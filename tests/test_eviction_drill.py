@@ -31,11 +31,14 @@ def test_a_bad_duration_is_a_usage_error(text):
 
 def test_preempt_after_is_refused_where_it_does_nothing(cli, write):
     spec = write("job.yml", "command: echo hi\nenvironment: azureml:env@latest\ncompute: azureml:gpu\n")
-    r = cli("submit", spec, "--preempt-after", "5s", "--dry-run")
+    r = cli("submit", spec, "--preempt-after", "5s")
     assert r.returncode == 2 and "--preempt-after only applies to local runs" in r.stderr, r.stderr
     local = write("local.yml", "command: echo hi\nenvironment: azureml:env@latest\ncompute: local\n")
     r = cli("submit", local, "--preempt-after", "soon")
     assert r.returncode == 2 and "--preempt-after must be a duration" in r.stderr, r.stderr
+    for extra in (["--dry-run"], ["--matrix", "inputs.x=1,2"]):
+        r = cli("submit", local, "--preempt-after", "5s", *extra)
+        assert r.returncode == 2 and "--preempt-after applies to one job" in r.stderr, (extra, r.stderr)
 
 
 @pytest.mark.slow

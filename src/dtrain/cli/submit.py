@@ -61,6 +61,8 @@ def submit(
     useless("--retries", policy and matrix, "does not apply with --matrix (retry a grid's jobs one by one with "
             "--retries and --name)")
     useless("--retries", policy and dry_run, "does nothing with --dry-run, which submits nothing")
+    useless("--preempt-after", preempt_after and (matrix or dry_run), "applies to one job, submitted (not with "
+            "--matrix or --dry-run)")
     ws = workspace(subscription, resource_group, workspace_, local)
     if matrix:
         from .grid import submit_grid
