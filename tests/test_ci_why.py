@@ -56,3 +56,15 @@ def test_a_completed_job_has_no_why_in_the_summary(fake_backend, tmp_path, monke
     spec.write_text(SPEC)
     assert run_main(capsys, "submit", spec, "--local", "--wait", "--name", "ok", "-q")[0] == 0
     assert "why:" not in (tmp_path / "summary.md").read_text()
+
+
+def test_a_watch_in_ci_says_why_a_watched_job_failed(fake_backend, monkeypatch, tmp_path, capsys):
+    from dtrain.backends.base import JobInfo
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    fake_backend.add(JobInfo(name="w", backend="local", status="Running"), then=["Running", "Failed"])
+    fake_backend.lines["w"] = LINES
+    code, _, _ = run_main(capsys, "watch", "w", "--interval", "0.01", "-o", "json", "--no-metrics")
+    assert code == 1
+    assert "why: `missing_module`" in (tmp_path / "summary.md").read_text()
