@@ -10,7 +10,7 @@
   no_space   rank 1 writes to /dev/full.
 
 Ranks that are not the failing one wait to be stopped by dtrain (the first failure stops the rest). torch is
-imported only by the modes that need it. A rank that reports a timeout waits a second before it exits, so
+imported only by the modes that need it. A rank that reports a timeout waits 2 s before it exits, so
 that each waiting rank's own report is in its log before dtrain stops the others (in a real job each rank's
 watchdog reports on its own; here they all time out within milliseconds of one another).
 """
@@ -43,7 +43,7 @@ def gloo_lag() -> None:
     except RuntimeError:
         traceback.print_exc()
         sys.stderr.flush()
-        time.sleep(1.0)
+        time.sleep(2.0)
         sys.exit(1)
 
 
