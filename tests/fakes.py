@@ -115,6 +115,13 @@ class FakeBackend(Backend):
     def stop(self, name):
         self.stopped.append(name)
 
+    def update(self, name, *, tags=None, remove_tags=(), display_name=None, description=None):
+        """Tags merged, as az ml job update does (a chain records each attempt's cause so)."""
+        info = self.status(name)
+        merged = {k: v for k, v in {**info.tags, **(tags or {})}.items() if k not in remove_tags}
+        self.jobs[name] = JobInfo(**{**info.__dict__, "tags": merged})
+        return self.jobs[name]
+
     def metrics(self, name, *, keys=None):
         self.status(name)
         pts = self.points.get(name, {})

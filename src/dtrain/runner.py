@@ -173,7 +173,8 @@ class Runner:
         ch.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
         is_local = local or spec.is_local_compute
         backend = self._backend(LOCAL if is_local else AZURE)
-        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
+        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths,
+                               preempt_after_s=options.preempt_after_s)
         try:
             first = self._submit_on(plan, backend)
         except UsageError as exc:            # the name is taken by another job: say so if it is a chain's
@@ -411,8 +412,9 @@ class Runner:
     def why(self, name: str, *, local: bool = False) -> "List":
         """Why a job failed: every cause its rank logs show (dtrain.diagnose.Cause), the top cause first;
         [] for a job whose logs show none."""
-        from .diagnose import diagnose
+        from .diagnose import JobFacts, diagnose
 
         view = self._owner(name, local)
         info = view.status(name)
-        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None)
+        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None,
+                        job=JobFacts.of(info))

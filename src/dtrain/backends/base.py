@@ -35,6 +35,7 @@ class SubmitOptions:
     input_paths: dict = field(default_factory=dict)   # --input NAME=PATH: local stand-ins for remote inputs
     tags: dict = field(default_factory=dict)
     python: str | None = None               # --python: the interpreter a local job's `python` is
+    preempt_after_s: float | None = None    # --preempt-after: the local eviction drill (local/eviction.py)
 
 
 @dataclass
@@ -73,6 +74,7 @@ class JobInfo:
     description: str | None = None
     archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
     services: dict | None = None          # interactive services (TensorBoard, SSH, ...): name -> type, endpoint, status
+    instance_type: str | None = None      # resources.instance_type, where known (dtrain why: InfiniBand sizes)
 
     @property
     def terminal(self) -> bool:

@@ -33,8 +33,15 @@ def submit(
                                           "preemption); each attempt resumes from the checkpoints of the last "
                                           "(docs/retries.md). Attempts are named NAME, NAME-r1, ..."),
     retry_on: Optional[str] = typer.Option(None, "--retry-on", metavar="WHAT", help="With --retries: infrastructure "
-                                           "(the default) or failed (also retry Failed attempts, for flaky "
-                                           "failures). Canceled and timed-out attempts are never retried."),
+                                           "(the default), failed (also retry Failed attempts, for flaky "
+                                           "failures), or causes `dtrain why` names, e.g. collective_timeout,"
+                                           "nccl_error (retry a Failed attempt only for those). Canceled and "
+                                           "timed-out attempts are never retried."),
+    preempt_after: Optional[str] = typer.Option(None, "--preempt-after", metavar="DURATION", help="With --local: "
+                                                "the eviction drill; DURATION (5s, 2m) after the processes start, "
+                                                "every rank gets SIGTERM, the rest SIGKILL after the grace period, "
+                                                "and the job ends preempted (NotResponding, exit 5; retried by "
+                                                "--retries: docs/retries.md)."),
     allow: Allow = None,
     python: Python = None,
     web: Web = False,
@@ -55,6 +62,8 @@ def submit(
     useless("--retries", policy and matrix, "does not apply with --matrix (retry a grid's jobs one by one with "
             "--retries and --name)")
     useless("--retries", policy and dry_run, "does nothing with --dry-run, which submits nothing")
+    useless("--preempt-after", preempt_after and (matrix or dry_run), "applies to one job, submitted (not with "
+            "--matrix or --dry-run)")
     ws = workspace(subscription, resource_group, workspace_, local)
     if matrix:
         from .grid import submit_grid
@@ -69,12 +78,15 @@ def submit(
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     useless("--python", python and not is_local, "only applies to local runs (on Azure the environment's python runs)")
+    useless("--preempt-after", preempt_after and not is_local, "only applies to local runs (Azure preempts on its own)")
     if dry_run:
         from .spec_cmds import print_rendered
 
         return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python)
     r = runner(ws)
-    info = r.submit(spec_obj, submit_options(name, input_, allow, python), local=is_local, policy=policy)
+    opts = submit_options(name, input_, allow, python)
+    opts.preempt_after_s = _preempt_after(preempt_after)
+    info = r.submit(spec_obj, opts, local=is_local, policy=policy)
     _submitted(info, policy, wait, output)
     if web:
         from . import show
@@ -84,6 +96,13 @@ def submit(
         from .follow_view import follow_jobs
 
         follow_jobs(r, [info.name], output=output, timeout=timeout, stream=not quiet, submitted=info)
+
+
+def _preempt_after(text: str | None) -> float | None:
+    from ..durations import parse_duration
+
+    hint = "the time after the job's processes start when every rank gets SIGTERM"
+    return parse_duration(text, "--preempt-after", hint) if text is not None else None
 
 
 def _check_flags(dry_run: bool, wait: bool, output: str, timeout, quiet: bool, ws) -> None:

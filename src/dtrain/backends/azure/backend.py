@@ -644,7 +644,8 @@ class AzureBackend(Backend):
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                        created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                        url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
-                       archived=bool(props.get("isArchived")), services=job_services(props))
+                       archived=bool(props.get("isArchived")), services=job_services(props),
+                       instance_type=(props.get("resources") or {}).get("instanceType"))
 
     def _info_from_entity(self, job) -> JobInfo:
         nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
@@ -654,7 +655,8 @@ class AzureBackend(Backend):
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
-                       description=getattr(job, "description", None))
+                       description=getattr(job, "description", None),
+                       instance_type=getattr(getattr(job, "resources", None), "instance_type", None))
 
 
 def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:

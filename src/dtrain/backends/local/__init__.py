@@ -132,7 +132,7 @@ class LocalBackend(Backend):
                 name=plan.name, status="Queued", created=_now(), token=f"{plan.name}:{secrets.token_hex(8)}",
                 experiment_name=plan.experiment_name, display_name=plan.display_name, tags=dict(plan.tags),
                 nodes=plan.nodes, processes_per_node=plan.processes_per_node, framework=plan.framework,
-                plan_hash=phash, grace_s=grace_seconds(), mpirun=mpirun or None,
+                plan_hash=phash, grace_s=grace_seconds(), mpirun=mpirun or None, instance_type=plan.instance_type,
                 # who starts the supervisor: a re-run starts a job whose submitter died before it could
                 submitter={"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
                 # in port order (state.json's keys are sorted), each with its use: see _ports
@@ -544,7 +544,8 @@ def _info(state: JobRecord, job_dir: Path) -> JobInfo:
                    nodes=state.nodes or 1, processes_per_node=state.processes_per_node or 1,
                    url=str(job_dir), tags=dict(state.tags or {}), failure=failure,
                    timed_out=bool(state.timed_out), last_line=_last_line(job_dir),
-                   ports=_ports(state), description=state.description, archived=bool(state.archived))
+                   ports=_ports(state), description=state.description, archived=bool(state.archived),
+                   instance_type=state.instance_type)
 
 
 def _ports(state: JobRecord) -> dict:

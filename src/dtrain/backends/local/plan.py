@@ -89,6 +89,8 @@ class LocalPlan:
     spec_source: str | None = None
     python_link: str | None = None   # --python: the interpreter job_dir/bin/python links to (made at submit)
     backend: str = "local"
+    instance_type: str | None = None       # resources.instance_type, as Azure ML would run it (dtrain why)
+    preempt_after_s: float | None = None   # --preempt-after: the eviction drill (eviction.py)
 
     def to_dict(self) -> dict:
         """The plan as JSON: what `render --local` prints (placeholders and all) and, once submit has
@@ -103,6 +105,9 @@ class LocalPlan:
             "experiment_name": self.experiment_name, "display_name": self.display_name,
             "tags": dict(self.tags), "notes": list(self.notes), "spec_source": self.spec_source,
             "python_link": self.python_link,
+            # only when set: the plan hash (and so resubmits) of every job without them stays as it was
+            **{k: v for k, v in (("instance_type", self.instance_type), ("preempt_after_s", self.preempt_after_s))
+               if v is not None},
         }
 
     def plan_hash(self) -> str:
@@ -168,7 +173,7 @@ class LocalPlan:
         kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
                                     "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source",
-                                    "python_link")}
+                                    "python_link", "instance_type", "preempt_after_s")}
         for k in ("inputs", "outputs", "tags"):
             kw[k] = kw[k] or {}
         for k in ("ports", "notes", "output_dirs"):
@@ -345,6 +350,7 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         display_name=spec.data.get("display_name"),
         tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
         spec_source=str(spec.source) if spec.source else None, python_link=python.link,
+        instance_type=spec.instance_type, preempt_after_s=options.preempt_after_s,
     )
 
 
