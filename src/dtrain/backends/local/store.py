@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ...errors import ConfigError, UsageError
-from .. import settings
+from ... import settings
 from ..names import valid_job_name
 
 STATE = "state.json"
@@ -35,7 +35,7 @@ _DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
 
 
 def dtrain_home() -> Path:
-    return checked_home(settings.dtrain_home().resolve())
+    return checked_home(settings.current().home.resolve())
 
 
 _HOME_HINT = "set DTRAIN_HOME to a writable folder (default ~/.dtrain); it holds local jobs and datastores"

@@ -24,11 +24,11 @@ from pathlib import Path
 from . import env as _env
 from .. import failure as _failure
 from . import procs
+from ...settings import Settings
 from ...status import TERMINAL
 from .plan import LocalPlan
 from .store import PLAN, atomic_write_json, read_json, read_state, update_state
 
-DEFAULT_GRACE_S = 5.0
 
 
 def now_iso() -> str:
@@ -37,11 +37,7 @@ def now_iso() -> str:
 
 def grace_seconds(environ=None) -> float:
     """The grace period set in this environment (read once, by submit, and recorded with the job)."""
-    try:
-        return max(0.0, float((environ if environ is not None else os.environ).get("DTRAIN_LOCAL_GRACE_S",
-                                                                                  DEFAULT_GRACE_S)))
-    except ValueError:
-        return DEFAULT_GRACE_S
+    return Settings(environ).local_grace_s
 
 
 def job_grace(state: dict) -> float:
