@@ -35,6 +35,8 @@ class SubmitOptions:
     input_paths: dict = field(default_factory=dict)   # --input NAME=PATH: local stand-ins for remote inputs
     tags: dict = field(default_factory=dict)
     python: str | None = None               # --python: the interpreter a local job's `python` is
+    host_python: bool = False               # --host-python: a local job runs on the host's python, not in
+                                            # the environment built from its conda file
 
 
 @dataclass

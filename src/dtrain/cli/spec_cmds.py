@@ -96,14 +96,14 @@ def render(
     print_rendered(load(spec, set_, allow), local=local, format=format or "yaml", name=name, inputs=input_)
 
 
-def print_rendered(spec_obj, *, local: bool, format: str, name, inputs, python=None) -> None:
+def print_rendered(spec_obj, *, local: bool, format: str, name, inputs, python=None, host_python=False) -> None:
     """What `render` prints, and `submit --dry-run` too: the local plan as JSON, or the Azure job (YAML
     or the REST body), rendered without loading the Azure SDK."""
     from ..output import out, out_json
 
     r = runner()
     if local:
-        out_json(r.plan(spec_obj, submit_options(name, inputs, python=python), local=True).to_dict())
+        out_json(r.plan(spec_obj, submit_options(name, inputs, python=python, host_python=host_python), local=True).to_dict())
     elif format == "rest":
         out_json(r.render_azure(spec_obj, format="rest", name=name))
     else:

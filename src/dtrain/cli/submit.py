@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .app import app
-from .options import (Allow, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
+from .options import (Allow, HostPython, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
                       check_output, check_timeout, emit, load, runner, submit_options, useless, useless_all, workspace)
 
 
@@ -37,6 +37,7 @@ def submit(
                                            "failures). Canceled and timed-out attempts are never retried."),
     allow: Allow = None,
     python: Python = None,
+    host_python: HostPython = False,
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", metavar="N", help="With --matrix: allow a grid of "
                                            "up to N jobs (default 1000; a larger grid is refused before anything "
                                            "is built)."),
@@ -67,13 +68,15 @@ def submit(
     spec_obj = load(spec, set_, allow)
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
-    useless("--python", python and not is_local, "only applies to local runs (on Azure the environment's python runs)")
+    useless("--python, --host-python", (python or host_python) and not is_local, "only apply to local runs (on Azure "
+            "the environment's python runs)")
     if dry_run:
         from .spec_cmds import print_rendered
 
-        return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python)
+        return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python,
+                              host_python=host_python)
     r = runner(ws)
-    info = r.submit(spec_obj, submit_options(name, input_, allow, python), local=is_local, policy=policy)
+    info = r.submit(spec_obj, submit_options(name, input_, allow, python, host_python), local=is_local, policy=policy)
     _submitted(info, policy, wait, output)
     if wait:
         from .follow_view import follow_jobs
