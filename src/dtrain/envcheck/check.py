@@ -42,8 +42,11 @@ def check_environment(spec: JobSpec, *, tool: str | None = None) -> list:
     elif src.conda is not None:
         cc = src.conda.collector()
         env = read_conda(src.conda, cc)
-        if env is not None and env.pip_requirements:
+        if env is not None and env.pip_requirements and not cc.errors:
             resolution = _resolve(env, src, cc, tool)
+        elif env is not None and env.pip_requirements:
+            cc.note(env.pip_path or (), "pip part not resolved: fix the conda file's errors first",
+                    code="env-unchecked")
         c.items.extend(cc.items)
     elif src.build:
         where.warning(src.where.at("build"), f"built from the Docker context '{src.build}': its packages are not "
