@@ -130,7 +130,8 @@ def _pip_part(out: CondaEnv, items, path: tuple, c: Collector) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, str) or not item.strip():
             c.error(path + (i,), "conda file: a pip requirement is a string, e.g. torch==2.3.1",
-                    code="conda-structure")
+                    code="conda-structure", hint=("quote the line: YAML reads `x: y` as a mapping"
+                                                  if isinstance(item, dict) else None))
             continue
         text = item.strip()
         if text.startswith("-"):

@@ -26,7 +26,7 @@ from pathlib import Path
 from ...envcheck.conda import read_conda
 from ...envcheck.resolve import find_uv
 from ...envcheck.source import environment_source
-from ...errors import UsageError
+from ...errors import SpecError, UsageError
 from ...spec.diagnostics import Collector
 from ...spec.model import JobSpec
 from ..base import Notice, Notify
@@ -70,11 +70,18 @@ class JobEnv:
 
 def describe(spec: JobSpec, envs_root: Path) -> JobEnv | None:
     """The environment a local job of `spec` runs in, or None when the spec has no readable conda file. Pure."""
-    src = environment_source(spec, Collector())
-    if src is None or src.conda is None:
-        return None
-    env = read_conda(src.conda, Collector())
-    if env is None:
+    c = Collector()
+    env = None
+    src = environment_source(spec, c)
+    if src is not None and src.conda is not None:
+        cc = src.conda.collector()
+        env = read_conda(src.conda, cc)
+        c.items.extend(cc.items)
+    if c.errors:        # the environment cannot be built as written: every error, at its line (exit 2)
+        raise SpecError([d for d in c.items if d.severity == "error"],
+                        "the job's conda file has errors; a local job runs in the environment it describes "
+                        "(--host-python: on the host's python instead)")
+    if src is None or src.conda is None or env is None:
         return None
     requirements = env.pip_text()
     digest = hashlib.sha256(json.dumps({"layout": LAYOUT, "python": env.python, "pip": requirements},
