@@ -242,6 +242,17 @@ class Backend(ABC):
         """Make sure an ended attempt cannot come back before a retry starts the next (Azure: cancel a
         NotResponding run). Default: nothing to do (a lost local job is over)."""
 
+    def image_build(self, plan) -> str | None:
+        """Whether submitting `plan` builds a new environment image, as a sentence (Azure: one look-up in the
+        workspace). Default None: nothing is built, or nothing is known."""
+        return None
+
+    def read_environment(self, ref: str) -> dict | None:
+        """A registered environment's definition (Azure: from the workspace): {"found": bool, "image",
+        "conda_file", "build"}, or {"found": None, "why"} when it cannot be read. Default None: this
+        backend has no environments."""
+        return None
+
     def where(self) -> dict | None:
         """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later
         commands reach it without flags: Azure, its workspace. None: nothing to record."""

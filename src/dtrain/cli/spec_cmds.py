@@ -54,7 +54,7 @@ def _validate_one(path: str, sets, strict: bool, in_ci: bool, allow=None, env: b
         if env:
             from ..envcheck.check import check_environment
 
-            diags = diags + check_environment(spec)
+            diags = diags + check_environment(spec, lookup=lambda ref: runner().read_environment(ref))
         ok = not any(d.severity == "error" for d in diags)
         ok = ok and not (strict and any(d.severity == "warning" for d in diags))
     except SpecError as exc:

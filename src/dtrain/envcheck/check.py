@@ -9,13 +9,17 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Callable
 
+from ..errors import DtrainError
 from ..spec.diagnostics import Collector, Diagnostic
 from ..spec.model import JobSpec
 from . import imports as _imports
 from .conda import CondaEnv, read_conda
 from .resolve import Resolution, named_in, resolve
-from .source import EnvSource, environment_source
+from .source import Doc, EnvSource, environment_source
+
+Lookup = Callable[[str], "dict | None"]
 
 # Images with no Python packages of their own: what the conda file lists is all there is.
 _BARE_IMAGES = re.compile(r"^(mcr\.microsoft\.com/azureml/(openmpi|intelmpi|minimal|base|inference-base)[^/]*|"
@@ -26,8 +30,9 @@ def host_python() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def check_environment(spec: JobSpec, *, tool: str | None = None) -> list:
-    """Every problem of the spec's environment (tool: force "uv" or "pip" as the resolver)."""
+def check_environment(spec: JobSpec, *, tool: str | None = None, lookup: Lookup | None = None) -> list:
+    """Every problem of the spec's environment. tool: force "uv" or "pip" as the resolver; lookup: reads a
+    registered environment from the workspace (Runner.read_environment), where one is configured."""
     c = Collector()
     src = environment_source(spec, c)
     if src is None:
@@ -35,11 +40,10 @@ def check_environment(spec: JobSpec, *, tool: str | None = None) -> list:
     where = src.where.collector()
     env: CondaEnv | None = None
     resolution: Resolution | None = None
-    if src.kind != "inline":
-        where.warning(src.where.at(), f"{src.label} is registered in Azure ML: its packages are not checked "
-                      "offline (unchecked)", code="env-unchecked",
-                      hint="an inline environment with a conda file is checked here: docs/environments.md")
-    elif src.conda is not None:
+    if src.kind != "inline" and not _registered(src, lookup, where, spec.base_dir):
+        c.items.extend(where.items)
+        return c.items
+    if src.conda is not None:
         cc = src.conda.collector()
         env = read_conda(src.conda, cc)
         if env is not None and env.pip_requirements and not cc.errors:
@@ -58,6 +62,32 @@ def check_environment(spec: JobSpec, *, tool: str | None = None) -> list:
     if env is not None:
         c.items.extend(_check_imports(spec, src, env, resolution))
     return c.items
+
+
+def _registered(src: EnvSource, lookup: Lookup | None, where: Collector, base_dir: Path) -> bool:
+    """Read a registered environment from the workspace into `src`; False when it cannot be checked (said)."""
+    got: dict | None = None
+    try:
+        got = lookup(src.ref or "") if lookup is not None else None
+    except DtrainError as exc:
+        got = {"found": None, "why": exc.message}
+    if got and got.get("found") is False:
+        where.error(src.where.at(), f"{src.label} does not exist in {got['where']}", code="env-not-found",
+                    hint="fix its name or version, or register it (az ml environment create)")
+        return False
+    if not got or not got.get("found"):
+        why = (got or {}).get("why") or "no Azure ML workspace to read it from"
+        where.warning(src.where.at(), f"{src.label} is registered in Azure ML and was not read ({why}): its "
+                      "packages are unchecked", code="env-unchecked",
+                      hint="configure the workspace (dtrain config) to read it, or use an inline environment "
+                           "with a conda file: docs/environments.md")
+        return False
+    src.image, src.build = got.get("image"), ("(the registered build context)" if got.get("build") else None)
+    if isinstance(got.get("conda_file"), dict):   # its lines are the workspace's: point at `environment:`
+        src.conda, src.conda_dir = Doc(got["conda_file"], src.where.file, src.where.locations, src.where.prefix), base_dir
+    where.note(src.where.at(), f"{src.label} read from the workspace (version {got.get('version')})",
+               code="env-registered")
+    return True
 
 
 def _resolve(env: CondaEnv, src: EnvSource, c: Collector, tool: str | None) -> Resolution:
