@@ -17,8 +17,8 @@ NEW = "this submit will build a new image for the inline environment (CliV2Anony
 EXISTS = "the image exists: the inline environment (CliV2AnonymousEnvironment:"
 
 
-def _env_gets(emu):
-    return emu.requests_to(r"/environments/CliV2AnonymousEnvironment/versions/[0-9a-f]+$", "GET")
+def _env_gets(server):
+    return server.requests_to(r"/environments/CliV2AnonymousEnvironment/versions/[0-9a-f]+$", "GET")
 
 
 def test_submit_and_dry_run_say_whether_azure_builds_an_image(emu, project, capsys, monkeypatch):  # noqa: F811

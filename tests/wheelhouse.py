@@ -19,7 +19,7 @@ def make_wheel(folder: Path, name: str, version: str, *, requires=(), requires_p
     dist = name.replace("-", "_")
     module = module or dist
     info = f"{dist}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]
