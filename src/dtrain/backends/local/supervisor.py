@@ -27,6 +27,7 @@ from . import procs
 from ...settings import Settings
 from ...status import TERMINAL
 from .plan import LocalPlan
+from .record import JobRecord
 from .store import PLAN, atomic_write_json, read_json, read_state, update_state
 
 
@@ -40,10 +41,10 @@ def grace_seconds(environ=None) -> float:
     return Settings(environ).local_grace_s
 
 
-def job_grace(state: dict) -> float:
+def job_grace(state: JobRecord) -> float:
     """The grace period belongs to the job: recorded at submit (older jobs: this environment's)."""
-    g = state.get("grace_s")
-    return float(g) if isinstance(g, (int, float)) and g >= 0 else grace_seconds()
+    g = state.grace
+    return grace_seconds() if g is None else g
 
 
 class Supervisor:
@@ -52,7 +53,7 @@ class Supervisor:
         # The plan submit wrote, ports filled in: started exactly as it is.
         self.plan = LocalPlan.from_dict(read_json(self.job_dir / PLAN))
         state = read_state(self.job_dir)
-        self.token = state["token"]
+        self.token = state.token
         self.grace = job_grace(state)
         self.cancel_flag = False
         self.watchdog = watchdog                # the parent that finishes the job if this process is lost
@@ -97,15 +98,15 @@ class Supervisor:
         me, st = os.getpid(), procs.start_time(os.getpid())
 
         def mark_start(s):
-            s["supervisor"] = {"pid": me, "start_time": st}
-            if s.get("cancel_requested") and s["status"] not in TERMINAL:
-                s["status"] = "Canceled"
-                s["ended"] = now_iso()
-            elif s["status"] not in TERMINAL:
-                s["status"] = "Starting"
+            s.supervisor = {"pid": me, "start_time": st}
+            if s.cancel_requested and s.status not in TERMINAL:
+                s.status = "Canceled"
+                s.ended = now_iso()
+            elif s.status not in TERMINAL:
+                s.status = "Starting"
 
         state = update_state(self.job_dir, mark_start)
-        if state["status"] in TERMINAL:
+        if state.status in TERMINAL:
             return 0
         try:
             self.start_processes()
@@ -150,12 +151,12 @@ class Supervisor:
             self.children[child.pid] = rec
 
         def mark_running(s):
-            if s["status"] not in TERMINAL and s["status"] != "CancelRequested":
-                s["status"] = "Running"
-            s["started"] = now_iso()
-            s["processes"] = self.records
+            if s.status not in TERMINAL and s.status != "CancelRequested":
+                s.status = "Running"
+            s.started = now_iso()
+            s.processes = self.records
             if picked is not None:
-                s["ports"], s["port_names"] = picked, plan.port_names()
+                s.ports, s.port_names = picked, plan.port_names()
 
         update_state(self.job_dir, mark_running)
 
@@ -305,13 +306,13 @@ class Supervisor:
 
     def finish(self, status: str, failure: dict | None, timed_out: bool = False):
         def fin(s):
-            if s["status"] in TERMINAL:
+            if s.status in TERMINAL:
                 return                    # final is final (e.g. Canceled while this supervisor was stalled)
-            s["status"] = status
-            s["ended"] = now_iso()
-            s["failure"] = failure
-            s["timed_out"] = timed_out
-            s["processes"] = self.records or s.get("processes") or []
+            s.status = status
+            s.ended = now_iso()
+            s.failure = failure
+            s.timed_out = timed_out
+            s.processes = self.records or s.processes or []
 
         update_state(self.job_dir, fin)
 
@@ -329,14 +330,14 @@ def main(argv=None) -> int:
         traceback.print_exc()
         with contextlib.suppress(Exception):
             state = read_state(job_dir)
-            procs.kill_job_processes(state["token"], [], grace=1.0)
-            procs.kill_tree(os.getpid(), state["token"], reap=True)
+            procs.kill_job_processes(state.token, [], grace=1.0)
+            procs.kill_tree(os.getpid(), state.token, reap=True)
         with contextlib.suppress(Exception):
             def fin(s):
-                if s["status"] not in TERMINAL:
-                    s["status"] = "Failed"
-                    s["ended"] = now_iso()
-                    s["failure"] = {"message": f"the local supervisor failed: {reason} "
+                if s.status not in TERMINAL:
+                    s.status = "Failed"
+                    s.ended = now_iso()
+                    s.failure = {"message": f"the local supervisor failed: {reason} "
                                                f"(see {job_dir / 'system_logs' / 'supervisor.txt'})"}
             update_state(job_dir, fin)
         return 1
