@@ -510,6 +510,12 @@ class ChainView(Backend):
     def where(self) -> dict | None:
         return self.inner.where()
 
+    def image_build(self, plan) -> str | None:
+        return self.inner.image_build(plan)
+
+    def read_environment(self, ref: str) -> dict | None:
+        return self.inner.read_environment(ref)
+
     def cancel(self, name: str) -> JobInfo:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
         head = self.inner.status(name)

@@ -119,6 +119,21 @@ class Runner:
         kind = LOCAL if local or spec.is_local_compute else AZURE
         return self._backend(kind).plan(spec, options or SubmitOptions())
 
+    def image_build(self, spec: JobSpec, options: SubmitOptions | None = None) -> str | None:
+        """Whether submitting `spec` to Azure ML builds a new environment image (submit --dry-run says it):
+        one look-up in the workspace; what cannot be looked up is said, not raised."""
+        from .errors import DtrainError
+
+        backend = self._backend(AZURE)
+        try:
+            return backend.image_build(backend.plan(spec, options or SubmitOptions()))
+        except DtrainError as exc:
+            return f"whether this submit builds a new image is not known ({exc.message})"
+
+    def read_environment(self, ref: str) -> dict | None:
+        """A registered environment's definition, read from the Azure ML workspace (validate --env)."""
+        return self._backend(AZURE).read_environment(ref)
+
     def render_azure(self, spec: JobSpec, *, format: str, name: str | None = None):
         """The Azure job as `az ml job create --file` takes it (format "yaml", a str), or the whole job PUT
         body azure-ai-ml sends (format "rest", a dict). Lives with the Azure backend; loads no SDK."""

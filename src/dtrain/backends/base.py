@@ -36,6 +36,8 @@ class SubmitOptions:
     tags: dict = field(default_factory=dict)
     python: str | None = None               # --python: the interpreter a local job's `python` is
     preempt_after_s: float | None = None    # --preempt-after: the local eviction drill (local/eviction.py)
+    host_python: bool = False               # --host-python: a local job runs on the host's python, not in
+                                            # the environment built from its conda file
 
 
 @dataclass
@@ -244,6 +246,17 @@ class Backend(ABC):
     def stop(self, name: str) -> None:
         """Make sure an ended attempt cannot come back before a retry starts the next (Azure: cancel a
         NotResponding run). Default: nothing to do (a lost local job is over)."""
+
+    def image_build(self, plan) -> str | None:
+        """Whether submitting `plan` builds a new environment image, as a sentence (Azure: one look-up in the
+        workspace). Default None: nothing is built, or nothing is known."""
+        return None
+
+    def read_environment(self, ref: str) -> dict | None:
+        """A registered environment's definition (Azure: from the workspace): {"found": bool, "image",
+        "conda_file", "build"}, or {"found": None, "why"} when it cannot be read. Default None: this
+        backend has no environments."""
+        return None
 
     def where(self) -> dict | None:
         """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later

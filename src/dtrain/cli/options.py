@@ -46,6 +46,9 @@ Allow = Annotated[Optional[List[str]], typer.Option("--allow", metavar="CODE", h
 Python = Annotated[Optional[str], typer.Option("--python", metavar="PATH", help="Local runs: the interpreter the "
                                                  "command's `python` is (default: the first python on PATH, "
                                                  "else dtrain's own environment's; DTRAIN_LOCAL_PYTHON).")]
+HostPython = Annotated[bool, typer.Option("--host-python", help="Local runs: the command runs on the host's "
+                                          "python, not in the environment dtrain builds from the spec's conda file "
+                                          "(docs/environments.md).")]
 MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
                                                     "at most K jobs not yet ended at a time. Default: local, CPUs / "
                                                     "processes per job (at least 1); Azure, no limit.")]
@@ -114,7 +117,7 @@ def pairs(items, flag: str, bare_ok: bool = False) -> dict:
     return got
 
 
-def submit_options(name, inputs, allow=None, python=None):
+def submit_options(name, inputs, allow=None, python=None, host_python=False):
     """--name, --input, --allow and --python as the runner takes them; a waived rule is recorded in the
     job's tags."""
     from ..backends.base import SubmitOptions
@@ -122,7 +125,8 @@ def submit_options(name, inputs, allow=None, python=None):
 
     check_job_name(name)
     paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
-    return SubmitOptions(name=name, input_paths=paths, python=python,
+    useless("--host-python", host_python and python, "and --python both choose the interpreter: give one")
+    return SubmitOptions(name=name, input_paths=paths, python=python, host_python=host_python,
                          tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
 
 

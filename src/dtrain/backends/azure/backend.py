@@ -285,6 +285,17 @@ class AzureBackend(Backend):
         check_code_folder(spec.code_path())   # what the SDK's upload would hang or fail on, refused first
         return build_plan(spec, options or SubmitOptions(), self.workspace(submitting=True))
 
+    def image_build(self, plan: AzurePlan) -> str | None:
+        from .image_build import predict
+
+        return predict(self.ml, plan.body.get("environmentId"))
+
+    def read_environment(self, ref: str) -> dict | None:
+        from .env_lookup import read
+
+        with self._errors("read the environment"):
+            return read(self.ml, ref, self.workspace().workspace_name)
+
     def _load_job(self, plan: AzurePlan):
         from azure.ai.ml import load_job
 
@@ -306,6 +317,9 @@ class AzureBackend(Backend):
         existing = self._get_raw(name, gave_up=unchecked)
         if existing is not None:
             return self._adopt(plan, existing)
+        build = self.image_build(plan)
+        if build:
+            self._tell(build)
         ml = self.ml
         backoff = Backoff(1.0, cap=4.0, factor=2.0)
         for attempt in range(3):

@@ -24,7 +24,7 @@ from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, Submi
 from ..names import generate_name
 from ..safefile import read_tail
 from . import env as _env
-from . import interpreter, mlflowstore, procs
+from . import interpreter, jobenv, mlflowstore, procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
@@ -93,6 +93,8 @@ class LocalBackend(Backend):
         plan has none, and free ports are picked and filled in. The job's plan.json is the plan with all
         of that filled in, exactly what the supervisor starts; state.json records the ports by use."""
         mpirun = check_mpirun() if plan.framework == "mpi" else None
+        if plan.job_env:                          # the job's own environment, built once (jobenv.py)
+            jobenv.ensure(jobenv.JobEnv.from_dict(plan.job_env), self._notify)
         self._check_program(plan)
         if not plan.is_named:
             plan = plan.named(generate_name())
