@@ -2,7 +2,7 @@
 `estimate_specs` is what `submit --max-cost` and `submit --dry-run` use (docs/capacity.md)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -15,6 +15,10 @@ Region = typer.Option(None, "--region", metavar="REGION", help="Azure region of 
                       "DTRAIN_REGION, else eastus), e.g. westus3.")
 Tier = typer.Option(None, "--tier", metavar="TIER", help="dedicated or low_priority (default: low_priority for "
                     "queue_settings.job_tier spot, else dedicated).")
+
+MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="AMOUNT", help="Refuse (exit 2, nothing "
+                                                  "sent) a job or grid whose estimated cost in USD is above AMOUNT "
+                                                  "(`dtrain cost`; a local run is priced as on Azure ML).")]
 
 
 @app.command()
@@ -86,3 +90,13 @@ def dry_run_line(spec_obj, *, local: bool) -> None:
     except UsageError as exc:
         return note(f"cost: not estimated ({exc.message})")
     note("cost: up to " + e.line() if e.total is not None else "cost: " + e.line())
+
+
+def cost_gate(spec_obj, max_cost, is_local: bool, attempts: int) -> None:
+    """submit --max-cost: a retry chain is priced as all the attempts it may run."""
+    if max_cost is not None:
+        from ..cost import check_max_cost
+
+        one = estimate_specs("", None, None, None, specs=spec_obj, local=is_local)[1]
+        check_max_cost(one * attempts, max_cost, "the job" if attempts == 1 else
+                       f"the retry chain ({attempts} attempts at most)")

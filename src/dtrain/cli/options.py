@@ -8,12 +8,9 @@ from typing import Annotated, List, Optional
 import typer
 
 from ..completion import local_job_names
-from ..errors import UsageError
 from ..workspace import Workspace
+from .checks import OUTPUTS, check_output, check_positive, check_timeout, pairs, useless, useless_all  # noqa: F401
 
-# Every command takes the same --output values (docs/monitoring.md): text, json (one document),
-# jsonl (one compact object per line); `logs` alone streams, so it takes text or jsonl.
-OUTPUTS = ("text", "json", "jsonl")
 
 # Azure ML workspace: flags win over DTRAIN_*/AZURE_* variables, which win over config.json.
 Subscription = Annotated[Optional[str], typer.Option("--subscription", help="Azure subscription id.")]
@@ -23,6 +20,8 @@ Output = Annotated[str, typer.Option("--output", "-o", help="text, json or jsonl
 Timeout = Annotated[Optional[float], typer.Option("--timeout", help="Stop waiting after S seconds (exit 4; "
                                                   "the jobs keep running).")]
 Local = Annotated[bool, typer.Option("--local", help="Look only at local jobs.")]
+Web = Annotated[bool, typer.Option("--web", help="Open the job in Azure ML Studio (prints the address where no "
+                                   "browser can be opened).")]
 Sets = Annotated[Optional[List[str]], typer.Option("--set", metavar="PATH=VALUE", help="Override a spec value, "
                                                    "as `az ml job create --set` does (repeatable).")]
 Inputs = Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=PATH", help="Local path for an "
@@ -44,6 +43,9 @@ Allow = Annotated[Optional[List[str]], typer.Option("--allow", metavar="CODE", h
 Python = Annotated[Optional[str], typer.Option("--python", metavar="PATH", help="Local runs: the interpreter the "
                                                  "command's `python` is (default: the first python on PATH, "
                                                  "else dtrain's own environment's; DTRAIN_LOCAL_PYTHON).")]
+HostPython = Annotated[bool, typer.Option("--host-python", help="Local runs: the command runs on the host's "
+                                          "python, not in the environment dtrain builds from the spec's conda file "
+                                          "(docs/environments.md).")]
 MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
                                                     "at most K jobs not yet ended at a time. Default: local, CPUs / "
                                                     "processes per job (at least 1); Azure, no limit.")]
@@ -71,48 +73,7 @@ def notice(n) -> None:
     (err if n.verbatim else note)(n.text)
 
 
-def check_output(value: str, allowed=OUTPUTS, hint: str | None = None) -> str:
-    if value not in allowed:
-        raise UsageError(f"--output must be one of {', '.join(allowed)}, not '{value}'", hint=hint)
-    return value
-
-
-def check_timeout(timeout) -> None:
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
-
-
-def check_positive(flag: str, value, what: str = "a positive number") -> None:
-    if value is not None and value <= 0:
-        raise UsageError(f"{flag} must be {what}, not {value:g}")
-
-
-def useless(flag: str, given, why: str) -> None:
-    """A flag that would do nothing in this combination is a usage error, not silently ignored."""
-    if given:
-        raise UsageError(f"{flag} {why}", hint="drop it, or see `dtrain COMMAND --help`")
-
-
-def useless_all(flags: list, why: str) -> None:
-    """Several flags that would do nothing: one error naming them all."""
-    useless(", ".join(flags), flags, f"{'does' if len(flags) == 1 else 'do'} nothing with {why}")
-
-
-def pairs(items, flag: str, bare_ok: bool = False) -> dict:
-    """NAME=VALUE flags; with bare_ok a lone NAME means "has this key" (value None), as Azure's tag filter."""
-    got: dict = {}
-    for item in items or []:
-        if "=" not in item:
-            if bare_ok and item.strip():
-                got[item.strip()] = None
-                continue
-            raise UsageError(f"{flag} '{item}' has no '='", hint=f"write {flag} NAME=VALUE")
-        k, _, v = item.partition("=")
-        got[k.strip()] = v
-    return got
-
-
-def submit_options(name, inputs, allow=None, python=None):
+def submit_options(name, inputs, allow=None, python=None, host_python=False):
     """--name, --input, --allow and --python as the runner takes them; a waived rule is recorded in the
     job's tags."""
     from ..backends.base import SubmitOptions
@@ -120,7 +81,8 @@ def submit_options(name, inputs, allow=None, python=None):
 
     check_job_name(name)
     paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
-    return SubmitOptions(name=name, input_paths=paths, python=python,
+    useless("--host-python", host_python and python, "and --python both choose the interpreter: give one")
+    return SubmitOptions(name=name, input_paths=paths, python=python, host_python=host_python,
                          tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
 
 
