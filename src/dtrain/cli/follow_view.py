@@ -124,4 +124,7 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
         last = final_line({k: [pt] for k, pt in (metrics or {}).items()})
         if last:
             err(f"{infos[0].name}: final metrics: {last}")
+        from .top import print_findings
+
+        print_findings(runner, infos[0])
     raise typer.Exit(worst(exit_code(i) for i in infos))

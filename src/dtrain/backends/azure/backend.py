@@ -10,6 +10,7 @@ the name up before trying again, so a job is never created twice.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from datetime import datetime, timezone
@@ -189,6 +190,7 @@ class AzureBackend(Backend):
         self._mlflow_rest = None                       # the workspace's MLflow REST client (metrics)
         self._experiment_ids: dict[str, str | None] = {}
         self._search_state: dict = {}
+        self._monitor_rest = None                      # Azure Monitor's metrics API (system metrics)
 
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
@@ -503,6 +505,52 @@ class AzureBackend(Backend):
                 ids.append(self._experiment_ids[exp])
         return self._mlflow_call("read the jobs' latest metrics",
                                  lambda: latest_by_run(rest, [j.name for j in jobs], ids, self._search_state))
+
+    # --- system metrics (monitor.py) ------------------------------------------------------------
+    def _monitor(self):
+        if self._monitor_rest is None:
+            from .client import ENV_RETRY_BACKOFF, ENV_RETRY_TOTAL
+            from .monitor import MonitorRest, workspace_id
+
+            self.ml                                    # the credential, as for every other call
+            self._monitor_rest = MonitorRest(self.endpoint.url, workspace_id(self.workspace()), self._credential,
+                                             self.endpoint.url.rstrip("/") + "/.default",
+                                             retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
+                                             backoff=env_float(ENV_RETRY_BACKOFF, 0.8))
+        return self._monitor_rest
+
+    def _monitor_call(self, what: str, fn, job: str | None = None):
+        from .mlflow_rest import MlflowError
+
+        def unreadable(reason: str):
+            return LostTrack(reason, hint="the job itself is not affected; `dtrain top " + (job or "NAME")
+                             + "` reads its system metrics again")
+
+        try:
+            return self._retrying(what, fn, job=job, gave_up=unreadable)
+        except MlflowError as exc:
+            raise BackendError(f"could not {what}: {redact(str(exc))}") from None
+
+    def sysmetrics(self, name: str):
+        from .monitor import compute_name, job_sysmetrics
+
+        info = self.status(name)
+        compute = compute_name(self._get_raw(name))
+        vm_size = None
+        if compute:
+            ml = self.ml
+            with contextlib.suppress(Exception):      # a compute since deleted: no size, no IB finding
+                vm_size = self._retrying("read the job's compute", lambda: ml.compute.get(compute).size, job=name)
+        return self._monitor_call("read the job's system metrics",
+                                  lambda: job_sysmetrics(self._monitor(), info, vm_size), job=name)
+
+    def latest_sysmetrics(self, jobs) -> dict:
+        """One Azure Monitor request for the GPU utilization of every job shown (watch)."""
+        from .monitor import latest_gpu_util
+
+        rest = self._monitor()
+        got = self._monitor_call("read the jobs' GPU utilization", lambda: latest_gpu_util(rest, [j.name for j in jobs]))
+        return {n: {"gpu_util": tv} for n, tv in got.items()}
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:
