@@ -344,6 +344,26 @@ class LocalBackend(Backend):
         return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name, on_skip=self._note)
                 for j in jobs if valid_name(j.name)}
 
+    def sysmetrics(self, name: str):
+        """What the job's supervisor sampled (sysmetrics.py): CPU and memory per rank, GPUs where any."""
+        from . import sysmetrics
+
+        info = self.status(name)
+        return sysmetrics.read(self._dir(name), name, nodes=info.nodes)
+
+    def latest_sysmetrics(self, jobs) -> dict:
+        """A read of each job's samples file: local files, no request."""
+        from . import sysmetrics
+
+        out = {}
+        for j in jobs:
+            if valid_name(j.name):
+                gpus = sysmetrics.read(self._dir(j.name), j.name).of("gpu_util")
+                last = [s.points[-1] for s in gpus if s.points]
+                if last:
+                    out[j.name] = {"gpu_util": (max(t for t, _ in last), sum(v for _, v in last) / len(last))}
+        return out
+
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:
         try:

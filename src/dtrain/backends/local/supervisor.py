@@ -24,6 +24,7 @@ from pathlib import Path
 from . import env as _env
 from .. import failure as _failure
 from . import procs
+from . import sysmetrics as _sysmetrics
 from ...status import TERMINAL
 from .plan import LocalPlan
 from .store import PLAN, atomic_write_json, read_json, read_state, update_state
@@ -117,7 +118,12 @@ class Supervisor:
             self.stop_all(0)
             self.finish("Failed", {"message": f"could not start the job's processes: {exc}"})
             return 1
-        return self.wait()
+        sampler = _sysmetrics.start(self.job_dir, self.records)   # after every Popen: no fork from a thread
+        try:
+            return self.wait()
+        finally:
+            if sampler is not None:
+                sampler.stop()
 
     def start_processes(self):
         plan = self.plan
