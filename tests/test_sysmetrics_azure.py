@@ -4,7 +4,6 @@ Metrics_List (tests/azure_emulator/monitor.py), for both metric namings, with in
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from datetime import datetime, timezone
 

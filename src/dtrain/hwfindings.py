@@ -94,16 +94,19 @@ def stragglers(sm: SysMetrics) -> list:
     if median < BUSY_MEDIAN:
         return []
     slow = {k: m for k, m in means.items() if m < STRAGGLER_RATIO * median}
-    out = []
-    nodes = {n for n, _ in means}
-    for node in sorted(nodes):
-        mine = [k for k in means if k[0] == node]
-        if len(nodes) > 1 and len(mine) > 1 and all(k in slow for k in mine):
-            node_mean = statistics.fmean(slow[k] for k in mine)
-            out.append(_straggler(metric, node, None, node_mean, median))
-            for k in mine:
-                slow.pop(k)
+    out = [_straggler(metric, node, None, m, median) for node, m in _slow_nodes(means, slow)]
     return out + [_straggler(metric, n, d, m, median) for (n, d), m in sorted(slow.items())]
+
+
+def _slow_nodes(means: dict, slow: dict) -> list:
+    """(node, mean) of each node of several whose every device is slow; their devices leave `slow`."""
+    nodes = sorted({n for n, _ in means})
+    out = []
+    for node in nodes if len(nodes) > 1 else []:
+        mine = [k for k in means if k[0] == node]
+        if len(mine) > 1 and all(k in slow for k in mine):
+            out.append((node, statistics.fmean(slow.pop(k) for k in mine)))
+    return out
 
 
 def _straggler(metric: str, node, device, mean: float, median: float) -> Finding:
@@ -117,7 +120,7 @@ def _straggler(metric: str, node, device, mean: float, median: float) -> Finding
 
 def memory_near_limit(sm: SysMetrics) -> list:
     out = []
-    gpu_limit = sm.limits.get("gpu_mem")
+    gpu_limit = float(sm.limits.get("gpu_mem") or 0.0)
     for s in sm.of("gpu_mem") if gpu_limit else []:
         peak = max(s.values(), default=0.0)
         if peak >= NEAR_LIMIT * gpu_limit:

@@ -362,7 +362,7 @@ class Runner:
         """How the job used its hardware (dtrain.sysmetrics.SysMetrics), None where its backend has none."""
         return self._owner(name, local).sysmetrics(name)
 
-    def hw_findings(self, name: str, *, local: bool = False) -> list:
+    def hw_findings(self, name: str, *, local: bool = False) -> List:
         """What the job's system metrics say is wrong (hwfindings.Finding); [] when they cannot be read."""
         from .errors import DtrainError
         from .hwfindings import findings

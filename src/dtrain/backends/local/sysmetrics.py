@@ -45,7 +45,8 @@ def _children(pid: int) -> list:
 
 def tree(pid: int, limit: int = 256) -> list:
     """The process and its descendants (at most `limit`: a fork bomb is not worth following)."""
-    seen, todo = [], [pid]
+    seen: list = []
+    todo = [pid]
     while todo and len(seen) < limit:
         p = todo.pop()
         if p not in seen:
