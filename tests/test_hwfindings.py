@@ -61,3 +61,38 @@ def test_text_csv_and_the_watch_cell():
     assert csv_text(sm).splitlines()[1] == "j,0,,ib_rx,MB,0,0.0"
     got = with_gpu_util({"a": {}}, {"a": {"gpu_util": (1000, 42.0)}, "b": {}})
     assert got["a"]["dtrain.sys/gpu_util"].value == 42.0 and "b" not in got
+
+
+def test_submit_wait_and_why_show_the_findings(fake_backend, fake_spec, capsys, monkeypatch):
+    import dataclasses
+    import json
+
+    from fakes import run_main
+
+    sm = gpus(lambda k, d, m: 5.0 if (k, d) == (1, 3) else 95.0, ib=0.0)
+    monkeypatch.setattr(fake_backend, "sysmetrics", lambda name: sm, raising=False)
+    real = fake_backend.status
+    monkeypatch.setattr(fake_backend, "status",
+                        lambda name: dataclasses.replace(real(name), started="2025-12-31T23:00:00+00:00"))
+    code, out, err = run_main(capsys, "submit", fake_spec, "--local", "--wait", "--name", "hw1")
+    assert code == 0, err
+    assert "hw1: hardware: nccl-sockets: 2 nodes of Standard_ND96isr_H100_v5" in err
+    assert "hw1: hardware: straggler: node 1 GPU 3: GPU utilization 5.0%" in err
+    code, out, err = run_main(capsys, "why", "hw1", "--local")
+    assert code == 0 and "hardware: straggler: node 1 GPU 3" in out and "  hint: " in out
+    code, out, err = run_main(capsys, "why", "hw1", "--local", "-o", "json")
+    assert [f["kind"] for f in json.loads(out)["hardware"]] == ["nccl-sockets", "straggler"]
+    code, out, err = run_main(capsys, "top", "hw1", "--local", "-o", "json")
+    assert code == 0 and json.loads(out)["findings"][1]["device"] == "3"
+
+
+def test_top_on_a_backend_without_system_metrics_says_so(fake_backend, fake_spec, capsys):
+    import json
+
+    from fakes import run_main
+
+    assert run_main(capsys, "submit", fake_spec, "--local", "--name", "nohw")[0] == 0
+    code, out, err = run_main(capsys, "top", "nohw", "--local", "-o", "json")
+    assert code == 0 and json.loads(out)["series"] == [] and "records no system metrics" in err
+    code, out, err = run_main(capsys, "top", "nohw", "--local", "--once", "--interval", "2")
+    assert code == 2 and "--interval" in err

@@ -37,7 +37,7 @@ def top(
     from ..hwfindings import findings
     from ..metrics_view import json_safe
     from ..output import err, out, out_json
-    from ..sysmetrics import csv_text
+    from ..sysmetrics import SysMetrics, csv_text
 
     check_output(output, ("text", "json", "csv"))
     useless("--interval", once and interval is not None, "does nothing with --once, which reads once")
@@ -49,13 +49,13 @@ def top(
     sm = r.sysmetrics(name, local=local)
     if sm is None:
         err(f"{name}: its backend records no system metrics")
-        return
+        sm = SysMetrics(name, "none")                  # json and csv still get their (empty) document
     found = findings(sm)
     if output == "json":
         out_json(json_safe({**sm.to_dict(), "findings": [f.to_dict() for f in found]}))
     elif output == "csv":
         out(csv_text(sm).rstrip("\n"))
-    else:
+    elif sm.source != "none":
         out(_text(sm, found))
 
 

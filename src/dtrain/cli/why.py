@@ -16,7 +16,8 @@ def why(
     target: str = typer.Argument(..., metavar="NAME|DIR", help="A job name, or a folder of logs (what `az ml job "
                                  "download` leaves: user_logs/std_log_process_N.txt; or a local job folder)."),
     output: str = typer.Option("text", "--output", "-o", help="text, or json: {\"job\", \"causes\": [{kind, "
-                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}."),
+                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}, and for a job \"hardware\": the "
+                               "findings of `dtrain top`."),
     local: Local = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
@@ -57,7 +58,8 @@ def show(job: str, causes: list, output: str, hardware: list | None = None) -> N
     from ..output import out, out_json, paint, shown
 
     if output == "json":
-        out_json({"job": job, "causes": [c.to_dict() for c in causes], "hardware": hardware or []})
+        doc = {"job": job, "causes": [c.to_dict() for c in causes]}
+        out_json(doc if hardware is None else {**doc, "hardware": hardware})   # a job's, not a folder's
         return
     for line in hardware or []:                       # how the hardware was used (dtrain top), first
         out(shown(("" if line.startswith(" ") else "hardware: ") + line))
