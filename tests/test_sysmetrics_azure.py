@@ -160,3 +160,16 @@ def test_watch_50_jobs_gpu_column_costs_one_request_per_poll(emu, capsys):
     assert per_poll == len([q for q in plain if q.path.startswith("/subscriptions/")]) / polls0 + 2
     assert monitor[0].query["$filter"].count("RunId eq") == 50
     assert "GPU %" in out and "49.0" in out
+
+
+def test_monitor_failing_past_the_retries_exits_cleanly(emu, capsys, monkeypatch):
+    from fakes import run_main
+
+    monkeypatch.setenv("DTRAIN_AZURE_RETRIES", "0")
+    monkeypatch.setenv("DTRAIN_AZURE_STATUS_ATTEMPTS", "2")
+    gpu_job(emu, "hw-down", "current")
+    emu.fail(r"/providers/Microsoft\.Insights/metrics$", 500, count=None)
+    code, out, err = run_main(capsys, "top", "hw-down", "-o", "json")
+    assert code == 7 and out == "" and "Traceback" not in err
+    assert "system metrics" in err and "dtrain top hw-down" in err
+    assert len(emu.requests_to(r"/providers/Microsoft\.Insights/metrics$")) == 2

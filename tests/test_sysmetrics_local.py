@@ -106,3 +106,20 @@ def test_local_2x2_top_json_matches_ps(cli, write):
         assert abs(mean - cpu) <= 0.2 * cpu + 2.0, (dev, mean, cpu, ours)   # ps: the share over its life
     text = cli("top", "hwjob")
     assert text.returncode == 0 and "rank3" in text.stdout and "CPU%" in text.stdout
+
+
+def test_gpus_from_nvidia_smi_become_gpu_series(tmp_path):
+    """No GPU here: a stand-in nvidia-smi answers the query in its csv,noheader,nounits format."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho '0, 97, 71234, 81559'\necho '1, 3, 512, 81559'\n")
+    smi.chmod(0o755)
+    g = local_sm.Gpus.__new__(local_sm.Gpus)
+    g.nvml, g.smi = None, str(smi)
+    assert g.read() == [[0, 97.0, 71234.0, 81559.0], [1, 3.0, 512.0, 81559.0]]
+    s = local_sm.Sampler(tmp_path, [], interval=1.0, gpus=g)
+    for _ in range(3):
+        s._write(s.sample())
+    sm = local_sm.read(tmp_path, "j")
+    util = {x.device: x for x in sm.of("gpu_util")}
+    assert set(util) == {"0", "1"} and util["1"].mean() == 3.0 and util["0"].node == "host"
+    assert sm.limits["gpu_mem"] == 81559.0 and [x.mean() for x in sm.of("gpu_mem")] == [71234.0, 512.0]
