@@ -123,3 +123,11 @@ def test_gpus_from_nvidia_smi_become_gpu_series(tmp_path):
     util = {x.device: x for x in sm.of("gpu_util")}
     assert set(util) == {"0", "1"} and util["1"].mean() == 3.0 and util["0"].node == "host"
     assert sm.limits["gpu_mem"] == 81559.0 and [x.mean() for x in sm.of("gpu_mem")] == [71234.0, 512.0]
+
+
+def test_watch_reads_the_latest_gpu_sample_from_the_tail(tmp_path):
+    lines = [json.dumps({"v": 1})] + [json.dumps({"t": i, "ranks": [], "gpus": [[0, 10.0 * i, 1, 2], [1, 0.0, 1, 2]]})
+                                      for i in range(2000)]
+    (tmp_path / local_sm.FILE).write_text("\n".join(lines) + '\n{"t": 5, "gpus": [[0, 9')
+    assert local_sm.latest_gpus(tmp_path) == (1999, 9995.0)
+    assert local_sm.latest_gpus(tmp_path / "none") is None

@@ -25,7 +25,8 @@ def top(
                                "timestamp,value)."),
     once: bool = typer.Option(False, "--once", help="Show what is known now and exit (text on a terminal is "
                               "otherwise redrawn until the job ends)."),
-    interval: Optional[float] = typer.Option(None, "--interval", help="Seconds between reads (default 5)."),
+    interval: Optional[float] = typer.Option(None, "--interval", help="Seconds between reads (default: 5 for "
+                                             "a local job, 30 for an Azure job, whose metrics have a point a minute)."),
     local: Local = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
@@ -44,7 +45,7 @@ def top(
     check_positive("--interval", interval, "a positive number of seconds")
     r = runner(workspace(subscription, resource_group, workspace_, local))
     if output == "text" and not once and sys.stdout.isatty():
-        _live(r, name, local, interval or 5.0)
+        _live(r, name, local, interval)
         return
     sm = r.sysmetrics(name, local=local)
     if sm is None:
@@ -72,7 +73,7 @@ def _width() -> int:
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
 
 
-def _live(r, name: str, local: bool, interval: float) -> None:
+def _live(r, name: str, local: bool, interval: float | None) -> None:
     """Redraw in place until the job has ended (and once more after that)."""
     from rich.console import Console
     from rich.live import Live
@@ -81,6 +82,8 @@ def _live(r, name: str, local: bool, interval: float) -> None:
     from ..hwfindings import findings
     from ..output import err
 
+    if interval is None:
+        interval = 5.0 if r.status(name, local=local).backend == "local" else 30.0
     view = Live(Text(""), console=Console(markup=False, highlight=False), auto_refresh=False)
     view.start()
     try:

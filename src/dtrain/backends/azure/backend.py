@@ -191,6 +191,7 @@ class AzureBackend(Backend):
         self._experiment_ids: dict[str, str | None] = {}
         self._search_state: dict = {}
         self._monitor_rest = None                      # Azure Monitor's metrics API (system metrics)
+        self._vm_sizes: dict = {}                      # compute name -> its VM size (top redraws)
 
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
@@ -536,13 +537,14 @@ class AzureBackend(Backend):
 
         info = self.status(name)
         compute = compute_name(self._get_raw(name))
-        vm_size = None
-        if compute:
+        if compute and compute not in self._vm_sizes:
             ml = self.ml
+            self._vm_sizes[compute] = None
             with contextlib.suppress(Exception):      # a compute since deleted: no size, no IB finding
-                vm_size = self._retrying("read the job's compute", lambda: ml.compute.get(compute).size, job=name)
+                self._vm_sizes[compute] = self._retrying("read the job's compute",
+                                                         lambda: ml.compute.get(compute).size, job=name)
         return self._monitor_call("read the job's system metrics",
-                                  lambda: job_sysmetrics(self._monitor(), info, vm_size), job=name)
+                                  lambda: job_sysmetrics(self._monitor(), info, self._vm_sizes.get(compute)), job=name)
 
     def latest_sysmetrics(self, jobs) -> dict:
         """One Azure Monitor request for the GPU utilization of every job shown (watch)."""

@@ -352,17 +352,11 @@ class LocalBackend(Backend):
         return sysmetrics.read(self._dir(name), name, nodes=info.nodes)
 
     def latest_sysmetrics(self, jobs) -> dict:
-        """A read of each job's samples file: local files, no request."""
+        """The tail of each job's samples file: local files, no request."""
         from . import sysmetrics
 
-        out = {}
-        for j in jobs:
-            if valid_name(j.name):
-                gpus = sysmetrics.read(self._dir(j.name), j.name).of("gpu_util")
-                last = [s.points[-1] for s in gpus if s.points]
-                if last:
-                    out[j.name] = {"gpu_util": (max(t for t, _ in last), sum(v for _, v in last) / len(last))}
-        return out
+        got = {j.name: sysmetrics.latest_gpus(self._dir(j.name)) for j in jobs if valid_name(j.name)}
+        return {n: {"gpu_util": tv} for n, tv in got.items() if tv}
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:

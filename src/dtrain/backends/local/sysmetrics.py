@@ -203,6 +203,25 @@ def read(job_dir: Path, name: str, nodes: int = 1) -> SysMetrics:
     return sm
 
 
+def latest_gpus(job_dir: Path, tail: int = 16384) -> tuple | None:
+    """(timestamp ms, mean GPU utilization %) of the newest sample with GPUs, from the file's last
+    `tail` bytes: watch reads this each poll, whatever the length of the job."""
+    try:
+        with open(Path(job_dir) / FILE, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        with contextlib.suppress(ValueError, TypeError, IndexError, AttributeError):
+            doc = json.loads(line)
+            gpus = doc.get("gpus")
+            if gpus:
+                return int(doc["t"]), sum(float(g[1]) for g in gpus) / len(gpus)
+    return None
+
+
 def _add_sample(doc: dict, add, limits: dict) -> None:
     t = doc.get("t") or 0
     with contextlib.suppress(TypeError, ValueError, IndexError):
