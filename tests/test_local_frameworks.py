@@ -75,7 +75,7 @@ def test_mpi_env_in_real_ranks(tmp_path, dtrain_home, nodes, ppn):
     from dtrain.backends.local.store import read_json, read_state
 
     job = dtrain_home / "jobs" / name
-    mpirun = read_state(job)["mpirun"]
+    mpirun = read_state(job).mpirun
     assert mpirun.startswith("/") and read_json(job / "plan.json")["processes"][0]["argv"][0] == mpirun
     for rank, (node, e) in envs.items():
         assert e["OMPI_COMM_WORLD_RANK"] == str(rank)
@@ -231,7 +231,7 @@ def test_mpi_killed_supervisor_leaves_no_rank(tmp_path, dtrain_home):
     deadline = time.monotonic() + 10
     while len(cmdline_pids("sleep 101.7")) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
-    os.kill(read_state(dtrain_home / "jobs" / "mpisk")["supervisor"]["pid"], signal.SIGKILL)
+    os.kill(read_state(dtrain_home / "jobs" / "mpisk").supervisor["pid"], signal.SIGKILL)
     info = wait_for(b, "mpisk", 10)
     assert info.status == "NotResponding" and "gone" in info.failure.message   # lost = infrastructure
     assert no_job_processes(b, "mpisk", marker="sleep 101.7")

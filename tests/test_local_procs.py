@@ -30,7 +30,7 @@ if sys.argv[1] == "stay":
 """
 
 
-def wait_state(job_dir, pred, timeout=30.0) -> dict:
+def wait_state(job_dir, pred, timeout=30.0):
     """Poll state.json itself (no backend call, which would repair a lost job as a side effect)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -38,7 +38,7 @@ def wait_state(job_dir, pred, timeout=30.0) -> dict:
         if pred(st):
             return st
         time.sleep(0.05)
-    raise AssertionError(f"state still {read_state(job_dir)['status']} after {timeout} s")
+    raise AssertionError(f"state still {read_state(job_dir).status} after {timeout} s")
 
 
 def alive(marker: str, timeout: float = 5.0) -> list[int]:
@@ -66,10 +66,10 @@ def test_killed_supervisor_stops_compound_commands_env_i_and_daemons_and_ends_no
     for m in ("sleep 97.1", "sleep 97.2", "esc.py stay"):
         assert len(cmdline_pids(m)) >= 2, m
     job = dtrain_home / "jobs" / "lost"
-    os.kill(read_state(job)["supervisor"]["pid"], signal.SIGKILL)
-    st = wait_state(job, lambda s: s["status"] in TERMINAL_STATUSES)
-    assert st["status"] == "NotResponding"
-    assert "supervisor" in st["failure"]["message"] and "SIGKILL" in st["failure"]["message"]
+    os.kill(read_state(job).supervisor["pid"], signal.SIGKILL)
+    st = wait_state(job, lambda s: s.status in TERMINAL_STATUSES)
+    assert st.status == "NotResponding"
+    assert "supervisor" in st.failure["message"] and "SIGKILL" in st.failure["message"]
     for m in ("sleep 97.1", "sleep 97.2", "esc.py stay"):
         assert alive(m) == [], m
     assert "done" not in [l.text for l in b.logs("lost")]     # the rest of the compound command never ran
@@ -114,7 +114,7 @@ def test_stalled_supervisor_that_resumes_after_cancel_keeps_it_canceled(tmp_path
                            name="stall")
     job = dtrain_home / "jobs" / "stall"
     wait_for(b, "stall", 30, lambda i: i.status == "Running")
-    sup = read_state(job)["supervisor"]
+    sup = read_state(job).supervisor
     os.kill(sup["pid"], signal.SIGSTOP)
     try:
         info = b.cancel("stall")          # the supervisor cannot answer: cancel stops the job itself
@@ -127,7 +127,7 @@ def test_stalled_supervisor_that_resumes_after_cancel_keeps_it_canceled(tmp_path
         time.sleep(0.05)
     assert not procs.is_alive(sup["pid"], sup["start_time"])      # it resumed, saw the end, and exited
     st = read_state(job)
-    assert st["status"] == "Canceled" and st["ended"] == info.ended
+    assert st.status == "Canceled" and st.ended == info.ended
 
 
 @pytest.mark.parametrize("outer_ends", ["completes", "supervisor killed"])
@@ -138,7 +138,7 @@ def test_a_job_submitted_from_inside_another_outlives_it(tmp_path, dtrain_home, 
                            code={"inner.yml": inner}, name="outer")
     if outer_ends == "supervisor killed":
         wait_for(b, "outer", 30, lambda i: b.knows("inner") and b.status("inner").status == "Running")
-        os.kill(read_state(dtrain_home / "jobs" / "outer")["supervisor"]["pid"], signal.SIGKILL)
+        os.kill(read_state(dtrain_home / "jobs" / "outer").supervisor["pid"], signal.SIGKILL)
         assert wait_for(b, "outer", 30).status == "NotResponding"
         assert alive("sleep 93.9") == []
     else:
@@ -155,9 +155,9 @@ def test_killed_watchdog_ends_the_job_as_lost_too(tmp_path, dtrain_home, monkeyp
                            code={"esc.py": ESCAPERS.format(t="92.")}, name="wd")
     logs_show(b, "wd", "started", 2)
     job = dtrain_home / "jobs" / "wd"
-    os.kill(read_state(job)["watchdog"]["pid"], signal.SIGKILL)
-    st = wait_state(job, lambda s: s["status"] in TERMINAL_STATUSES)
-    assert st["status"] == "NotResponding" and "watchdog" in st["failure"]["message"]
+    os.kill(read_state(job).watchdog["pid"], signal.SIGKILL)
+    st = wait_state(job, lambda s: s.status in TERMINAL_STATUSES)
+    assert st.status == "NotResponding" and "watchdog" in st.failure["message"]
     for m in ("sleep 92.1", "sleep 92.2", "esc.py stay"):
         assert alive(m) == [], m
 
@@ -169,9 +169,9 @@ def test_supervisor_and_watchdog_killed_together_wait_exits_5_and_stops_the_rest
                            code={"esc.py": ESCAPERS.format(t="91.")}, name="both")
     logs_show(b, "both", "started", 2)
     st = read_state(dtrain_home / "jobs" / "both")
-    os.kill(st["watchdog"]["pid"], signal.SIGSTOP)       # so that it cannot act before it is killed
-    os.kill(st["supervisor"]["pid"], signal.SIGKILL)
-    os.kill(st["watchdog"]["pid"], signal.SIGKILL)
+    os.kill(st.watchdog["pid"], signal.SIGSTOP)       # so that it cannot act before it is killed
+    os.kill(st.supervisor["pid"], signal.SIGKILL)
+    os.kill(st.watchdog["pid"], signal.SIGKILL)
     r = cli("wait", "both", env={"DTRAIN_HOME": str(dtrain_home)}, timeout=60)
     assert r.returncode == ExitCode.INFRA, r.stderr
     assert "the local supervisor" in r.stderr and "is gone" in r.stderr
@@ -193,7 +193,7 @@ def test_submit_wait_exits_5_when_the_supervisor_is_killed(tmp_path, dtrain_home
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not cmdline_pids("sleep 90.7"):
             time.sleep(0.05)
-        os.kill(read_state(job)["supervisor"]["pid"], signal.SIGKILL)
+        os.kill(read_state(job).supervisor["pid"], signal.SIGKILL)
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
@@ -208,10 +208,10 @@ def test_a_stalled_watchdog_does_not_keep_a_lost_job_running(tmp_path, dtrain_ho
                            code={"esc.py": ESCAPERS.format(t="89.")}, name="wds")
     logs_show(b, "wds", "started", 2)
     st = read_state(dtrain_home / "jobs" / "wds")
-    wd = st["watchdog"]
+    wd = st.watchdog
     os.kill(wd["pid"], signal.SIGSTOP)
-    os.kill(st["supervisor"]["pid"], signal.SIGKILL)
-    while procs.is_alive(st["supervisor"]["pid"], st["supervisor"]["start_time"]):
+    os.kill(st.supervisor["pid"], signal.SIGKILL)
+    while procs.is_alive(st.supervisor["pid"], st.supervisor["start_time"]):
         time.sleep(0.01)                   # (a zombie: its parent, the watchdog, is stopped)
     info = b.status("wds")                 # waits a moment for the watchdog, then finishes the job itself
     assert info.status == "NotResponding"

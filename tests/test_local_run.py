@@ -61,7 +61,7 @@ def cmdline_pids(marker: str) -> list[int]:
 
 
 def no_job_processes(b: LocalBackend, name: str, marker: str | None = None, timeout: float = 5.0) -> bool:
-    token = read_state(b.home / "jobs" / name)["token"]
+    token = read_state(b.home / "jobs" / name).token
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         left = procs.job_pids(token) + (cmdline_pids(marker) if marker else [])
@@ -95,7 +95,7 @@ def test_completed_job_and_logs(tmp_path, dtrain_home):
         list(b.logs("ok", rank=7))
     assert b.knows("ok") and not b.knows("nope")
     st = read_state(dtrain_home / "jobs" / "ok")
-    assert [p["exit_code"] for p in st["processes"]] == [0, 0]
+    assert [p["exit_code"] for p in st.processes] == [0, 0]
 
 
 def test_fail_fast_names_the_rank_and_stops_the_rest(tmp_path, dtrain_home, monkeypatch):
@@ -128,7 +128,7 @@ time.sleep(67.1)
     assert f.traceback[-1] == "ValueError: boom on rank 1"
     assert took < 12, took
     assert no_job_processes(b, "ff", marker="fail.py 67.1")
-    codes = {p["rank"]: p["exit_code"] for p in read_state(dtrain_home / "jobs" / "ff")["processes"]}
+    codes = {p["rank"]: p["exit_code"] for p in read_state(dtrain_home / "jobs" / "ff").processes}
     assert codes[1] == 3 and codes[2] == 128 + signal.SIGKILL and codes[0] == 128 + signal.SIGTERM
 
 
@@ -164,7 +164,7 @@ def test_killed_supervisor_leaves_no_process_and_is_infrastructure(tmp_path, dtr
     wait_for(b, "sk", 30, lambda i: i.status == "Running")
     time.sleep(0.3)
     assert len(cmdline_pids("sleep 79.1")) >= 6
-    sup = read_state(dtrain_home / "jobs" / "sk")["supervisor"]
+    sup = read_state(dtrain_home / "jobs" / "sk").supervisor
     os.kill(sup["pid"], signal.SIGKILL)
     info = wait_for(b, "sk", 10)
     assert info.status == "NotResponding"       # a lost node: infrastructure (exit 5), not a job failure
@@ -178,14 +178,17 @@ def test_reused_pid_is_not_trusted(tmp_path, dtrain_home):
     wait_for(b, "reuse", 30, lambda i: i.status == "Running")
     job = dtrain_home / "jobs" / "reuse"
     st = read_state(job)
-    real = dict(st["supervisor"])
+    real = dict(st.supervisor)
     from dtrain.backends.local.store import update_state
 
-    watchdog = dict(st["watchdog"])
+    watchdog = dict(st.watchdog)
     # Pretend the pids of the supervisor and its watchdog now belong to another process (this test process:
     # alive, other start).
-    update_state(job, lambda s: s.update(supervisor={"pid": os.getpid(), "start_time": real["start_time"]},
-                                         watchdog={"pid": os.getpid(), "start_time": watchdog["start_time"]}))
+    def pretend(s):
+        s.supervisor = {"pid": os.getpid(), "start_time": real["start_time"]}
+        s.watchdog = {"pid": os.getpid(), "start_time": watchdog["start_time"]}
+
+    update_state(job, pretend)
     info = b.status("reuse")
     assert info.status == "NotResponding"
     os.kill(watchdog["pid"], signal.SIGKILL)     # the real ones, left alone by the test

@@ -92,7 +92,7 @@ def _step(home: Path, chain: str) -> int:
 
 def _kill_supervisor_mid_run(home: Path, name: str, at_step: int = 3) -> None:
     _wait_until(lambda: _step(home, name.split("-r")[0]) >= at_step, what=f"{name} to reach step {at_step}")
-    sup = read_state(home / "jobs" / name)["supervisor"]
+    sup = read_state(home / "jobs" / name).supervisor
     os.kill(sup["pid"], signal.SIGKILL)
 
 
@@ -227,7 +227,7 @@ def test_a_shipped_template_resumes_in_its_second_attempt(cli, dtrain_home, tmp_
 
     def lose_after_the_first_checkpoint():
         _wait_until(lambda: any(ckpts.glob("ckpt_step*")), timeout=90, what="attempt 1's first checkpoint")
-        os.kill(read_state(dtrain_home / "jobs" / "tpl")["supervisor"]["pid"], signal.SIGKILL)
+        os.kill(read_state(dtrain_home / "jobs" / "tpl").supervisor["pid"], signal.SIGKILL)
 
     # 10 epochs of 32 steps at 0.02 s a step: attempt 1 is still running when its first checkpoint appears
     rc, err = _submit_and_lose_a_node(template, "--local", "--retries", "1", "--wait", "--name", "tpl",

@@ -176,9 +176,9 @@ def backoff_s(k: int, base: float | None = None) -> float:
     """Seconds to wait before attempt k (k >= 2), counted from the end of attempt k-1: base, 2 x base, ...,
     at most BACKOFF_CAP_S. base: DTRAIN_RETRY_BACKOFF_S (default 30)."""
     if base is None:
-        from .backends.settings import env_float
+        from .settings import current
 
-        base = env_float(BACKOFF_VAR, BACKOFF_DEFAULT_S)
+        base = current().number(BACKOFF_VAR)
     return min(BACKOFF_CAP_S, max(0.0, base) * (2 ** max(0, k - 2)))
 
 
@@ -248,9 +248,9 @@ def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
 # --- the recipe: what a follower needs to submit the next attempt ---------------------------------
 
 def _recipes() -> Path:
-    from .backends.settings import dtrain_home
+    from .settings import current
 
-    return dtrain_home() / "chains"
+    return current().home / "chains"
 
 
 def save_recipe(chain: str, spec, input_paths: dict, local: bool) -> None:

@@ -23,10 +23,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, UsageError
+from .errors import UsageError
 from .ignorefile import IgnoreRules
 
-DEFAULT_LIMIT_MB = 1024
 LIMIT_ENV = "DTRAIN_CODE_LIMIT_MB"
 
 
@@ -48,16 +47,9 @@ class CodeFiles:
 
 
 def limit_bytes() -> int:
-    raw = os.environ.get(LIMIT_ENV)
-    if not raw:
-        return DEFAULT_LIMIT_MB * 1024 * 1024
-    try:
-        mb = int(raw)
-        if mb <= 0:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(f"{LIMIT_ENV}={raw!r} is not a positive whole number of megabytes") from None
-    return mb * 1024 * 1024
+    from .settings import current
+
+    return current().code_limit_bytes
 
 
 def _kind(mode: int) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 
 def _jobs_root() -> Path:
-    from .backends.settings import dtrain_home   # without importing the local backend
+    from .settings import current   # without importing the local backend
 
-    return dtrain_home() / "jobs"
+    return current().home / "jobs"
 
 
 def local_job_names(incomplete: str) -> list[str]:

@@ -14,11 +14,11 @@ import tempfile
 from pathlib import Path
 
 from .backends.names import valid_job_name
-from .backends.settings import dtrain_home
+from .settings import current
 
 
 def _path(name: str, kind: str = "") -> Path:
-    return dtrain_home() / "index" / kind / f"{name}.json"
+    return current().home / "index" / kind / f"{name}.json"
 
 
 def record(name: str, backend: str, workspace: dict | None = None, *, kind: str = "") -> None:

@@ -23,9 +23,9 @@ def name_lock(kind: str, name: str | None) -> Iterator[None]:
     try:
         import fcntl
 
-        from .backends.settings import dtrain_home
+        from .settings import current
 
-        folder = dtrain_home() / "locks"
+        folder = current().home / "locks"
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / f"{kind}-{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     except (ImportError, OSError):

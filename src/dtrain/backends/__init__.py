@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 from ..errors import UsageError
 from .base import Backend, Notify
 from .names import valid_job_name
-from .settings import dtrain_home
+from ..settings import current
 
 # What the local backend needs: flock(2) on state files, /proc to find and identify a job's processes,
 # prctl(PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER) so ranks die with their supervisor, process groups.
@@ -45,7 +45,7 @@ def local_job_exists(name: str) -> bool:
     local.store: $DTRAIN_HOME (default ~/.dtrain)/jobs/<name>/state.json."""
     if not valid_job_name(name):
         return False
-    return (dtrain_home() / "jobs" / name / "state.json").is_file()
+    return (current().home / "jobs" / name / "state.json").is_file()
 
 
 # --- the registry: kinds of backend by name ---------------------------------------------------------

@@ -21,7 +21,7 @@ from ...spec.model import Distribution, JobSpec
 from ...untrusted import redact
 from ..backoff import Backoff
 from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
-from ..settings import env_float
+from ...settings import current as settings
 from .workspace import resolution
 from .client import (RememberingCredential, endpoint_from_env, make_credential, make_ml_client, muted_stderr,
                      silence_loggers)
@@ -181,10 +181,10 @@ class AzureBackend(Backend):
         self._ml = None
         self._ws = None
         # follow.wait_all polls no faster than this cap allows: Azure calls cost, a local file read does not.
-        self.poll_cap_s = env_float("DTRAIN_AZURE_POLL_CAP_S", 10.0)
-        self.log_poll_s = env_float("DTRAIN_AZURE_LOG_POLL_S", 0.5)
-        self.log_poll_cap_s = env_float("DTRAIN_AZURE_LOG_POLL_CAP_S", 5.0)
-        self.status_attempts = int(env_float("DTRAIN_AZURE_STATUS_ATTEMPTS", 4))
+        self.poll_cap_s = settings().number("DTRAIN_AZURE_POLL_CAP_S")
+        self.log_poll_s = settings().number("DTRAIN_AZURE_LOG_POLL_S")
+        self.log_poll_cap_s = settings().number("DTRAIN_AZURE_LOG_POLL_CAP_S")
+        self.status_attempts = int(settings().number("DTRAIN_AZURE_STATUS_ATTEMPTS"))
         self._final: dict[str, JobInfo] = {}          # terminal JobInfo per job: terminal is final
         self._details_cache: dict[str, dict] = {}
         self._mlflow_rest = None                       # the workspace's MLflow REST client (metrics)
@@ -456,8 +456,8 @@ class AzureBackend(Backend):
                                    hint="metrics are read from the workspace's MLflow tracking API")
             self._mlflow_rest = MlflowRest(tracking_base(uri, allow_http=self.endpoint.loopback), self._credential,
                                            self.endpoint.url.rstrip("/") + "/.default",
-                                           retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
-                                           backoff=env_float(ENV_RETRY_BACKOFF, 0.8))
+                                           retry_total=int(settings().number(ENV_RETRY_TOTAL)),
+                                           backoff=settings().number(ENV_RETRY_BACKOFF))
         return self._mlflow_rest
 
     def _mlflow_call(self, what: str, fn, job: str | None = None):
@@ -516,8 +516,8 @@ class AzureBackend(Backend):
             self.ml                                    # the credential, as for every other call
             self._monitor_rest = MonitorRest(self.endpoint.url, workspace_id(self.workspace()), self._credential,
                                              self.endpoint.url.rstrip("/") + "/.default",
-                                             retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
-                                             backoff=env_float(ENV_RETRY_BACKOFF, 0.8))
+                                             retry_total=int(settings().number(ENV_RETRY_TOTAL)),
+                                             backoff=settings().number(ENV_RETRY_BACKOFF))
         return self._monitor_rest
 
     def _monitor_call(self, what: str, fn, job: str | None = None):
@@ -563,7 +563,7 @@ class AzureBackend(Backend):
 
         def request():
             poller = ml.jobs.begin_cancel(name)
-            poller.result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
+            poller.result(timeout=settings().number("DTRAIN_AZURE_CANCEL_WAIT_S"))
 
         self._retrying("cancel the job", request, job=name)
         # the service answers 202 and ends the job later (31 s in the recording): a job not yet terminal reads
@@ -576,7 +576,7 @@ class AzureBackend(Backend):
         ml = self.ml
 
         def request():
-            ml.jobs.begin_cancel(name).result(timeout=env_float("DTRAIN_AZURE_CANCEL_WAIT_S", 120))
+            ml.jobs.begin_cancel(name).result(timeout=settings().number("DTRAIN_AZURE_CANCEL_WAIT_S"))
 
         self._retrying("cancel the job", request, job=name)
 

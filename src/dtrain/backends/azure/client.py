@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ...untrusted import remember_secret
-from ..settings import env_float
+from ...settings import Settings
+from ...settings import current as settings
 from .endpoint_url import UnsafeEndpoint, is_loopback_host, parse_endpoint
 
 ENV_ENDPOINT = "DTRAIN_ARM_ENDPOINT"
@@ -68,7 +69,7 @@ class Endpoint:
                 "resource_manager": self.url + "/",
                 "active_directory": (self.url + "/login/") if self.loopback else authority + "/",
                 "aml_resource_id": self.url + "/",
-                "storage_endpoint": os.environ.get("DTRAIN_STORAGE_SUFFIX", "core.windows.net"),
+                "storage_endpoint": settings().text("DTRAIN_STORAGE_SUFFIX"),
                 "registry_discovery_endpoint": self.url + "/",
             },
         }
@@ -76,12 +77,12 @@ class Endpoint:
 
 def endpoint_from_env(environ=None) -> Endpoint:
     """The endpoint settings, checked: http and static tokens only on loopback (ConfigError otherwise)."""
-    env = os.environ if environ is None else environ
-    raw = env.get(ENV_ENDPOINT) or ""
+    env = Settings(environ)
+    raw = env.text(ENV_ENDPOINT) or ""
     if not raw.strip():
         raw = ""
-    token = env.get(ENV_TOKEN) or None
-    token_file = env.get(ENV_TOKEN_FILE) or None
+    token = env.text(ENV_TOKEN)
+    token_file = env.text(ENV_TOKEN_FILE)
     if not raw:
         if token or token_file:
             which = ENV_TOKEN if token else ENV_TOKEN_FILE
@@ -311,8 +312,8 @@ def make_ml_client(workspace, endpoint: Endpoint, credential=None):
     # show_progress=True is the SDK path that raises a failed code upload instead of waiting forever
     # for it (upload_guard.py); the progress bar itself is dropped by muted_stderr
     kwargs.update(show_progress=True, enable_telemetry=False,
-                  retry_total=int(env_float(ENV_RETRY_TOTAL, 5)),
-                  retry_backoff_factor=env_float(ENV_RETRY_BACKOFF, 0.8), retry_backoff_max=30)
+                  retry_total=int(settings().number(ENV_RETRY_TOTAL)),
+                  retry_backoff_factor=settings().number(ENV_RETRY_BACKOFF), retry_backoff_max=30)
     return MLClient(credential or make_credential(endpoint), subscription_id=workspace.subscription_id,
                     resource_group_name=workspace.resource_group, workspace_name=workspace.workspace_name,
                     **kwargs)

@@ -29,8 +29,9 @@ from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
 from .watchdog import LOST_STATUS, lost_failure
+from .record import JobRecord
 from .store import (PLAN, STATE, CorruptState, atomic_write_json, checked_home, dtrain_home, ensure_writable,
-                    jobs_root, read_json, read_state, update_state, valid_name)
+                    jobs_root, read_json, read_state, update_state, valid_name, write_state)
 
 __all__ = ["LocalBackend", "LocalPlan", "LocalProcess"]
 
@@ -127,21 +128,16 @@ class LocalBackend(Backend):
             # processes bind them.
             ports = _env.free_ports(plan.n_ports)
             atomic_write_json(staging / PLAN, plan.bind(ports, mpirun=mpirun).to_dict())
-            state = {
-                "name": plan.name, "status": "Queued", "created": _now(), "started": None, "ended": None,
-                "experiment_name": plan.experiment_name, "display_name": plan.display_name,
-                "tags": plan.tags, "nodes": plan.nodes, "processes_per_node": plan.processes_per_node,
-                "framework": plan.framework, "plan_hash": phash, "token": f"{plan.name}:{secrets.token_hex(8)}",
-                "supervisor": None, "processes": [], "failure": None, "timed_out": False,
-                "cancel_requested": False, "grace_s": grace_seconds(),
+            state = JobRecord(
+                name=plan.name, status="Queued", created=_now(), token=f"{plan.name}:{secrets.token_hex(8)}",
+                experiment_name=plan.experiment_name, display_name=plan.display_name, tags=dict(plan.tags),
+                nodes=plan.nodes, processes_per_node=plan.processes_per_node, framework=plan.framework,
+                plan_hash=phash, grace_s=grace_seconds(), mpirun=mpirun or None,
                 # who starts the supervisor: a re-run starts a job whose submitter died before it could
-                "submitter": {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
+                submitter={"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
                 # in port order (state.json's keys are sorted), each with its use: see _ports
-                "ports": ports, "port_names": plan.port_names(),
-            }
-            if mpirun:
-                state["mpirun"] = mpirun
-            atomic_write_json(staging / STATE, state)
+                ports=ports, port_names=plan.port_names())
+            write_state(staging, state)
             os.rename(staging, target)
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
@@ -183,7 +179,7 @@ class LocalBackend(Backend):
         except CorruptState as exc:
             raise UsageError(f"a local job named '{plan.name}' already exists and its state is unreadable "
                              f"({exc})", hint="give a new name with --name") from None
-        if state.get("plan_hash") != phash:
+        if state.plan_hash != phash:
             raise UsageError(f"a local job named '{plan.name}' already exists (a different job)",
                              hint="give a new name with --name, or drop `name:` from the spec to get a generated "
                                   f"one; `dtrain status {plan.name}` shows the existing job")
@@ -198,7 +194,7 @@ class LocalBackend(Backend):
 
         def take(s):
             if _never_started(s):
-                s["submitter"] = {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())}
+                s.submitter = {"pid": os.getpid(), "start_time": procs.start_time(os.getpid())}
                 claimed.append(True)
 
         update_state(job_dir, take)
@@ -209,7 +205,7 @@ class LocalBackend(Backend):
         names this job as its owner and drops the marker of any job we run inside, so a job submitted from
         inside another local job is its own: the outer job's cleanup leaves it alone (as on Azure, where a
         job a job submits outlives the submitter)."""
-        token = read_state(job_dir)["token"]
+        token = read_state(job_dir).token
         env = {k: v for k, v in os.environ.items() if k != procs.TOKEN_VAR}
         env[procs.OWNER_VAR] = token
         log = open(job_dir / "system_logs" / "supervisor.txt", "ab")
@@ -222,10 +218,10 @@ class LocalBackend(Backend):
             log.close()
         self._children[job_dir.name] = child
         st = procs.start_time(child.pid)
-        update_state(job_dir, lambda s: s.update(watchdog={"pid": child.pid, "start_time": st}))
+        update_state(job_dir, lambda s: setattr(s, "watchdog", {"pid": child.pid, "start_time": st}))
 
     # --- status ------------------------------------------------------------------------------------
-    def _read(self, name: str) -> tuple[Path, dict]:
+    def _read(self, name: str) -> tuple[Path, JobRecord]:
         d = self._dir(name)
         try:
             return d, read_state(d)
@@ -233,24 +229,24 @@ class LocalBackend(Backend):
             raise JobNotFound(f"no local job named '{name}'",
                               hint=f"`dtrain list` shows the jobs under {jobs_root(self.home)}") from None
 
-    def _supervisor_alive(self, name: str, state: dict) -> bool | None:
+    def _supervisor_alive(self, name: str, state: JobRecord) -> bool | None:
         """True while the supervisor or its watchdog runs (the watchdog finishes a job whose supervisor
         died); None when neither was recorded yet."""
         child = self._children.get(name)
         if child is not None:
             child.poll()                          # reap it if it exited (we are its parent)
-        recs = [r for r in (state.get("supervisor"), state.get("watchdog")) if r]
+        recs = [r for r in (state.supervisor, state.watchdog) if r]
         if not recs:
             return None
         return any(procs.is_alive(r.get("pid"), r.get("start_time")) for r in recs)
 
-    def _check_lost(self, name: str, job_dir: Path, state: dict) -> dict:
-        if is_terminal(state["status"]):
+    def _check_lost(self, name: str, job_dir: Path, state: JobRecord) -> JobRecord:
+        if is_terminal(state.status):
             return state
         alive = self._supervisor_alive(name, state)
         stuck = None
         if alive:
-            sup = state.get("supervisor")
+            sup = state.supervisor
             if not sup or procs.is_alive(sup.get("pid"), sup.get("start_time")):
                 return state
             # The supervisor is gone and its watchdog runs: it finishes the job within moments. One that
@@ -258,30 +254,30 @@ class LocalBackend(Backend):
             deadline = time.monotonic() + _WATCHDOG_WAIT_S
             while time.monotonic() < deadline:
                 state = read_state(job_dir)
-                if is_terminal(state["status"]):
+                if is_terminal(state.status):
                     return state
                 time.sleep(0.05)
-            stuck = state.get("watchdog")
+            stuck = state.watchdog
         if alive is None:
-            created = datetime.fromisoformat(state["created"])
+            created = datetime.fromisoformat(state.created)
             if (datetime.now(timezone.utc) - created).total_seconds() < _START_GRACE_S:
                 return state
-        sup = state.get("supervisor") or {}
+        sup = state.supervisor or {}
 
         def repair(s):
             # Both the supervisor and its watchdog are gone (killed together, or the machine restarted):
             # the last resort is the job's marker and the sessions its processes were started in.
-            if is_terminal(s["status"]):
+            if is_terminal(s.status):
                 return                            # the supervisor finished after all
             if stuck and procs.is_alive(stuck.get("pid"), stuck.get("start_time")):
-                procs.kill_tree(stuck["pid"], s["token"])     # what it adopted, then the watchdog itself
+                procs.kill_tree(stuck["pid"], s.token)     # what it adopted, then the watchdog itself
                 procs.signal_pid(stuck["pid"], 9)
             elif self._supervisor_alive(name, s):
                 return
             _stop_leftovers(s)
-            s["failure"] = lost_failure(job_dir, sup, s["status"], "killed, or the machine restarted")
-            s["status"] = LOST_STATUS
-            s["ended"] = _now()
+            s.failure = lost_failure(job_dir, sup, s.status, "killed, or the machine restarted")
+            s.status = LOST_STATUS
+            s.ended = _now()
 
         return update_state(job_dir, repair)
 
@@ -367,13 +363,13 @@ class LocalBackend(Backend):
                             hint="its processes, if any still run, carry DTRAIN_LOCAL_JOB in their "
                                  "environment; stop them by hand") from None
         state = self._check_lost(name, job_dir, state)
-        if is_terminal(state["status"]):
+        if is_terminal(state.status):
             return _info(state, job_dir)
 
         def request(s):
-            if not is_terminal(s["status"]):
-                s["cancel_requested"] = True
-                s["status"] = "CancelRequested"
+            if not is_terminal(s.status):
+                s.cancel_requested = True
+                s.status = "CancelRequested"
 
         state = update_state(job_dir, request)
         t0 = time.monotonic()
@@ -381,9 +377,9 @@ class LocalBackend(Backend):
         signaled = False
         while time.monotonic() < deadline:
             state = read_state(job_dir)
-            if is_terminal(state["status"]):
+            if is_terminal(state.status):
                 return _info(state, job_dir)
-            sup = state.get("supervisor") or {}
+            sup = state.supervisor or {}
             if sup:
                 if not self._supervisor_alive(name, state):
                     break                          # gone, and its watchdog too: clean up below
@@ -397,14 +393,14 @@ class LocalBackend(Backend):
         def force(s):
             # The supervisor did not finish in time (stalled, or gone): stop the job here. Canceled is
             # final, so a stalled supervisor that resumes later cannot rewrite it.
-            if is_terminal(s["status"]):
+            if is_terminal(s.status):
                 return
-            sup = s.get("supervisor") or {}
+            sup = s.supervisor or {}
             if sup and procs.is_alive(sup.get("pid"), sup.get("start_time")):
-                procs.kill_tree(sup["pid"], s["token"])
+                procs.kill_tree(sup["pid"], s.token)
             _stop_leftovers(s)
-            s["status"] = "Canceled"
-            s["ended"] = _now()
+            s.status = "Canceled"
+            s.ended = _now()
 
         return _info(update_state(job_dir, force), job_dir)
 
@@ -412,16 +408,16 @@ class LocalBackend(Backend):
     def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
                description: str | None = None) -> JobInfo:
         def change(s):
-            s["tags"] = {k: v for k, v in {**(s.get("tags") or {}), **(tags or {})}.items() if k not in remove_tags}
+            s.tags = {k: v for k, v in {**(s.tags or {}), **(tags or {})}.items() if k not in remove_tags}
             if display_name is not None:
-                s["display_name"] = display_name
+                s.display_name = display_name
             if description is not None:
-                s["description"] = description
+                s.description = description
 
         return self._change(name, change)
 
     def set_archived(self, name: str, archived: bool) -> JobInfo:
-        return self._change(name, lambda s: s.update(archived=archived))
+        return self._change(name, lambda s: setattr(s, "archived", archived))
 
     def _change(self, name: str, fn) -> JobInfo:
         """fn(state) under the job's lock, written atomically (a running supervisor's writes re-read it)."""
@@ -450,7 +446,7 @@ class LocalBackend(Backend):
         keep_corrupt = bool(names) or not (experiment or tags)
         states = [(d, s) for d, s in _read_states(_job_dirs(root, names), corrupt if keep_corrupt else None)
                   if _selected(s, experiment, tags, "all" if names else archived)]
-        states.sort(key=lambda x: x[1].get("created") or "", reverse=True)
+        states.sort(key=lambda x: x[1].created, reverse=True)
         if limit is not None:
             states = states[:limit]
         infos = [_info(self._check_lost(d.name, d, s), d) for d, s in states] + corrupt
@@ -466,7 +462,7 @@ def _job_dirs(root: Path, names) -> Iterator[Path]:
             yield d
 
 
-def _read_states(dirs, corrupt: list | None) -> Iterator[tuple[Path, dict]]:
+def _read_states(dirs, corrupt: list | None) -> Iterator[tuple[Path, JobRecord]]:
     """(folder, state) of each job in `dirs`. A job removed meanwhile is skipped; one whose state.json
     makes no sense goes to `corrupt`, as Unreadable (skipped when corrupt is None)."""
     for d in dirs:
@@ -481,21 +477,21 @@ def _read_states(dirs, corrupt: list | None) -> Iterator[tuple[Path, dict]]:
         yield d, s
 
 
-def _selected(state: dict, experiment: str | None, tags: dict | None, archived: str) -> bool:
+def _selected(state: JobRecord, experiment: str | None, tags: dict | None, archived: str) -> bool:
     """Whether a listing's filters keep a job; archived: the view, "hide", "all" or "only"."""
-    if archived != "all" and bool(state.get("archived")) != (archived == "only"):
+    if archived != "all" and bool(state.archived) != (archived == "only"):
         return False
-    if experiment and state.get("experiment_name") != experiment:
+    if experiment and state.experiment_name != experiment:
         return False
-    st = state.get("tags") or {}
+    st = state.tags or {}
     return not any(k not in st or (v is not None and str(st[k]) != str(v)) for k, v in (tags or {}).items())
 
 
-def _never_started(state: dict) -> bool:
+def _never_started(state: JobRecord) -> bool:
     """Queued, no supervisor or watchdog ever recorded, and the submit that wrote it is gone (killed
     between writing the job and starting its supervisor): nothing will ever start it."""
-    sub = state.get("submitter")
-    return (state.get("status") == "Queued" and not state.get("supervisor") and not state.get("watchdog")
+    sub = state.submitter
+    return (state.status == "Queued" and not state.supervisor and not state.watchdog
             and isinstance(sub, dict) and not procs.is_alive(sub.get("pid"), sub.get("start_time")))
 
 
@@ -523,13 +519,13 @@ def _unreadable(exc: CorruptState) -> JobInfo:
                    failure=FailureInfo(message=msg), last_line=msg)
 
 
-def _stop_leftovers(state: dict) -> int:
+def _stop_leftovers(state: JobRecord) -> int:
     """SIGKILL every process with the job's marker or in a session one of its processes led."""
     found: set[int] = set()
-    sessions = {r["sid"]: r.get("start_time") for r in state.get("processes") or [] if r.get("sid")}
+    sessions = {r["sid"]: r.get("start_time") for r in state.processes or [] if r.get("sid")}
     for _ in range(50):
         left = set(procs.session_pids(sessions)) if sessions else set()
-        left |= set(procs.job_pids(state["token"]))
+        left |= set(procs.job_pids(state.token))
         if not left:
             break
         for p in left:
@@ -539,26 +535,26 @@ def _stop_leftovers(state: dict) -> int:
     return len(found)
 
 
-def _info(state: dict, job_dir: Path) -> JobInfo:
-    f = state.get("failure")
+def _info(state: JobRecord, job_dir: Path) -> JobInfo:
+    f = state.failure
     failure = None
     if f:
         failure = FailureInfo(message=f.get("message", ""), rank=f.get("rank"), node=f.get("node"),
                               exit_code=f.get("exit_code"), last_lines=list(f.get("last_lines") or []),
                               traceback=list(f.get("traceback") or []))
-    return JobInfo(name=state["name"], backend="local", status=state["status"],
-                   display_name=state.get("display_name"), experiment_name=state.get("experiment_name"),
-                   created=state.get("created"), started=state.get("started"), ended=state.get("ended"),
-                   nodes=state.get("nodes") or 1, processes_per_node=state.get("processes_per_node") or 1,
-                   url=str(job_dir), tags=dict(state.get("tags") or {}), failure=failure,
-                   timed_out=bool(state.get("timed_out")), last_line=_last_line(job_dir),
-                   ports=_ports(state), description=state.get("description"), archived=bool(state.get("archived")))
+    return JobInfo(name=state.name, backend="local", status=state.status,
+                   display_name=state.display_name, experiment_name=state.experiment_name,
+                   created=state.created, started=state.started, ended=state.ended,
+                   nodes=state.nodes or 1, processes_per_node=state.processes_per_node or 1,
+                   url=str(job_dir), tags=dict(state.tags or {}), failure=failure,
+                   timed_out=bool(state.timed_out), last_line=_last_line(job_dir),
+                   ports=_ports(state), description=state.description, archived=bool(state.archived))
 
 
-def _ports(state: dict) -> dict:
+def _ports(state: JobRecord) -> dict:
     """The ports the job's processes got, by use, in port order (see LocalPlan.port_names): e.g.
     {"MASTER_PORT": 41203}; {} for a job without any."""
-    ports, names = state.get("ports"), state.get("port_names")
+    ports, names = state.ports, state.port_names
     ports = ports if isinstance(ports, list) else []
     names = names if isinstance(names, list) else []
     return {(names[i] if i < len(names) else f"port {i}"): p for i, p in enumerate(ports)}

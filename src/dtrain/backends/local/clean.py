@@ -25,6 +25,7 @@ from ...errors import DtrainError, UsageError
 from ..base import is_terminal
 from . import clean_datastores as ds
 from .store import STATE, CorruptState, jobs_root, locked, read_state, tree_size
+from .record import JobRecord
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 STAGING_GRACE_S = 3600
@@ -48,9 +49,9 @@ class CleanReport:
     datastores: list = field(default_factory=list)   # clean_datastores.DatastoreFolder: removed with their jobs
 
 
-def _ended_at(state: dict, job_dir: Path) -> float:
+def _ended_at(state: JobRecord, job_dir: Path) -> float:
     try:
-        return datetime.fromisoformat(state["ended"]).timestamp()
+        return datetime.fromisoformat(state.ended or "").timestamp()
     except (KeyError, TypeError, ValueError):
         return (job_dir / STATE).stat().st_mtime
 
@@ -127,7 +128,7 @@ def _remove(root: Path, d: Path, older_than_s: float, now: float, report: CleanR
             state = read_state(d)
         except (OSError, CorruptState):
             return
-        if not is_terminal(state["status"]) or now - _ended_at(state, d) < older_than_s:
+        if not is_terminal(state.status) or now - _ended_at(state, d) < older_than_s:
             return
         target = d / "snapshot" if snapshots_only else d
         if target.is_symlink():

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from ...errors import UsageError
+from ...settings import current
 
 PYTHON_VAR = "DTRAIN_LOCAL_PYTHON"
 # words bash runs itself: nothing to find on PATH
@@ -37,12 +38,12 @@ def choose(job_dir: str, chosen: str | None = None, base_path: str | None = None
     """The job's `python`. chosen: --python (else DTRAIN_LOCAL_PYTHON); base_path: the PATH the job would
     inherit (the spec's PATH, else this process's)."""
     base = base_path if base_path is not None else os.environ.get("PATH", "")
-    chosen = chosen or os.environ.get(PYTHON_VAR) or None
+    chosen = chosen or current().text(PYTHON_VAR)
     if chosen:
         exe = shutil.which(chosen) if os.sep not in chosen else chosen
         if not exe or not os.access(exe, os.X_OK) or os.path.isdir(exe):
             raise UsageError(f"--python {chosen}: no such interpreter" + (f" ({PYTHON_VAR})" if
-                             chosen == os.environ.get(PYTHON_VAR) else ""),
+                             chosen == current().text(PYTHON_VAR) else ""),
                              hint="give the path of a python executable, e.g. .venv/bin/python")
         exe = os.path.abspath(exe)
         return Interpreter(_prepend(os.path.join(job_dir, "bin"), base), exe, exe, "chosen with --python")

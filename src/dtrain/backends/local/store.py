@@ -2,7 +2,8 @@
 
 Layout of one job folder (paths relative to it):
 
-  state.json                 the job's state (written atomically: temp file + fsync + os.replace)
+  state.json                 the job's state, a JobRecord (record.py), written atomically: temp file +
+                             fsync + os.replace
   plan.json                  the plan that ran: LocalPlan.to_dict() with the name, ports and mpirun filled in
   snapshot/                  the copy of `code` the command runs from (its working directory)
   outputs/<name>/            one folder per output (${{outputs.<name>}})
@@ -20,12 +21,13 @@ import json
 import os
 import re
 import tempfile
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import ConfigError, UsageError
-from .. import settings
+from ... import settings
 from ..names import valid_job_name
+from .record import JobRecord, RecordError
 
 STATE = "state.json"
 PLAN = "plan.json"
@@ -35,7 +37,7 @@ _DATASTORE_RE = re.compile(r"azureml://datastores/([^/]+)/paths/(.*)$", re.I)
 
 
 def dtrain_home() -> Path:
-    return checked_home(settings.dtrain_home().resolve())
+    return checked_home(settings.current().home.resolve())
 
 
 _HOME_HINT = "set DTRAIN_HOME to a writable folder (default ~/.dtrain); it holds local jobs and datastores"
@@ -131,28 +133,23 @@ class CorruptState(Exception):
         self.path, self.reason = path, reason
 
 
-def read_state(job_dir: Path) -> dict:
+def read_state(job_dir: Path) -> JobRecord:
     """The job's state. FileNotFoundError when there is none; CorruptState when it makes no sense."""
     path = Path(job_dir) / STATE
     try:
-        state = read_json(path)
+        raw = read_json(path)
     except FileNotFoundError:
         raise
     except (OSError, ValueError) as exc:       # ValueError covers bad JSON and bad UTF-8
         raise CorruptState(path, f"not readable as JSON ({exc})") from None
-    if not isinstance(state, dict):
-        raise CorruptState(path, f"holds a JSON {type(state).__name__}, not an object")
-    for key in ("status", "name", "created", "token"):
-        if not isinstance(state.get(key), str):
-            raise CorruptState(path, f"has no valid `{key}`")
     try:
-        datetime.fromisoformat(state["created"])
-    except ValueError:
-        raise CorruptState(path, "has no valid `created`") from None
-    for key in ("supervisor", "tags", "failure"):
-        if not isinstance(state.get(key) or {}, dict):
-            raise CorruptState(path, f"has no valid `{key}`")
-    return state
+        return JobRecord.from_dict(raw)
+    except RecordError as exc:
+        raise CorruptState(path, str(exc)) from None
+
+
+def write_state(job_dir: Path, state: JobRecord) -> None:
+    atomic_write_json(Path(job_dir) / STATE, state.to_dict())
 
 
 @contextlib.contextmanager
@@ -167,12 +164,12 @@ def locked(job_dir: Path):
         os.close(fd)
 
 
-def update_state(job_dir: Path, fn) -> dict:
-    """Apply fn(state) -> None under the lock and write the result atomically. Returns the new state."""
+def update_state(job_dir: Path, fn: Callable[[JobRecord], object]) -> JobRecord:
+    """Apply fn(state) under the lock and write the result atomically. Returns the new state."""
     with locked(job_dir):
         state = read_state(job_dir)
         fn(state)
-        atomic_write_json(Path(job_dir) / STATE, state)
+        write_state(job_dir, state)
         return state
 
 

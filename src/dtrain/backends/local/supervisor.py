@@ -25,11 +25,12 @@ from . import env as _env
 from .. import failure as _failure
 from . import procs
 from . import sysmetrics as _sysmetrics
+from ...settings import Settings
 from ...status import TERMINAL
 from .plan import LocalPlan
+from .record import JobRecord
 from .store import PLAN, atomic_write_json, read_json, read_state, update_state
 
-DEFAULT_GRACE_S = 5.0
 
 
 def now_iso() -> str:
@@ -38,17 +39,13 @@ def now_iso() -> str:
 
 def grace_seconds(environ=None) -> float:
     """The grace period set in this environment (read once, by submit, and recorded with the job)."""
-    try:
-        return max(0.0, float((environ if environ is not None else os.environ).get("DTRAIN_LOCAL_GRACE_S",
-                                                                                  DEFAULT_GRACE_S)))
-    except ValueError:
-        return DEFAULT_GRACE_S
+    return Settings(environ).local_grace_s
 
 
-def job_grace(state: dict) -> float:
+def job_grace(state: JobRecord) -> float:
     """The grace period belongs to the job: recorded at submit (older jobs: this environment's)."""
-    g = state.get("grace_s")
-    return float(g) if isinstance(g, (int, float)) and g >= 0 else grace_seconds()
+    g = state.grace
+    return grace_seconds() if g is None else g
 
 
 class Supervisor:
@@ -57,7 +54,7 @@ class Supervisor:
         # The plan submit wrote, ports filled in: started exactly as it is.
         self.plan = LocalPlan.from_dict(read_json(self.job_dir / PLAN))
         state = read_state(self.job_dir)
-        self.token = state["token"]
+        self.token = state.token
         self.grace = job_grace(state)
         self.cancel_flag = False
         self.watchdog = watchdog                # the parent that finishes the job if this process is lost
@@ -102,15 +99,15 @@ class Supervisor:
         me, st = os.getpid(), procs.start_time(os.getpid())
 
         def mark_start(s):
-            s["supervisor"] = {"pid": me, "start_time": st}
-            if s.get("cancel_requested") and s["status"] not in TERMINAL:
-                s["status"] = "Canceled"
-                s["ended"] = now_iso()
-            elif s["status"] not in TERMINAL:
-                s["status"] = "Starting"
+            s.supervisor = {"pid": me, "start_time": st}
+            if s.cancel_requested and s.status not in TERMINAL:
+                s.status = "Canceled"
+                s.ended = now_iso()
+            elif s.status not in TERMINAL:
+                s.status = "Starting"
 
         state = update_state(self.job_dir, mark_start)
-        if state["status"] in TERMINAL:
+        if state.status in TERMINAL:
             return 0
         try:
             self.start_processes()
@@ -160,12 +157,12 @@ class Supervisor:
             self.children[child.pid] = rec
 
         def mark_running(s):
-            if s["status"] not in TERMINAL and s["status"] != "CancelRequested":
-                s["status"] = "Running"
-            s["started"] = now_iso()
-            s["processes"] = self.records
+            if s.status not in TERMINAL and s.status != "CancelRequested":
+                s.status = "Running"
+            s.started = now_iso()
+            s.processes = self.records
             if picked is not None:
-                s["ports"], s["port_names"] = picked, plan.port_names()
+                s.ports, s.port_names = picked, plan.port_names()
 
         update_state(self.job_dir, mark_running)
 
@@ -315,13 +312,13 @@ class Supervisor:
 
     def finish(self, status: str, failure: dict | None, timed_out: bool = False):
         def fin(s):
-            if s["status"] in TERMINAL:
+            if s.status in TERMINAL:
                 return                    # final is final (e.g. Canceled while this supervisor was stalled)
-            s["status"] = status
-            s["ended"] = now_iso()
-            s["failure"] = failure
-            s["timed_out"] = timed_out
-            s["processes"] = self.records or s.get("processes") or []
+            s.status = status
+            s.ended = now_iso()
+            s.failure = failure
+            s.timed_out = timed_out
+            s.processes = self.records or s.processes or []
 
         update_state(self.job_dir, fin)
 
@@ -339,14 +336,14 @@ def main(argv=None) -> int:
         traceback.print_exc()
         with contextlib.suppress(Exception):
             state = read_state(job_dir)
-            procs.kill_job_processes(state["token"], [], grace=1.0)
-            procs.kill_tree(os.getpid(), state["token"], reap=True)
+            procs.kill_job_processes(state.token, [], grace=1.0)
+            procs.kill_tree(os.getpid(), state.token, reap=True)
         with contextlib.suppress(Exception):
             def fin(s):
-                if s["status"] not in TERMINAL:
-                    s["status"] = "Failed"
-                    s["ended"] = now_iso()
-                    s["failure"] = {"message": f"the local supervisor failed: {reason} "
+                if s.status not in TERMINAL:
+                    s.status = "Failed"
+                    s.ended = now_iso()
+                    s.failure = {"message": f"the local supervisor failed: {reason} "
                                                f"(see {job_dir / 'system_logs' / 'supervisor.txt'})"}
             update_state(job_dir, fin)
         return 1

@@ -24,11 +24,10 @@ import time
 from pathlib import Path
 
 from ...sysmetrics import Series, SysMetrics
-from ..settings import env_float
+from ...settings import current as settings
 
 FILE = "sysmetrics.jsonl"
 ENV_INTERVAL = "DTRAIN_LOCAL_SAMPLE_S"
-DEFAULT_INTERVAL_S = 5.0
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MB = 1024 * 1024
@@ -169,7 +168,7 @@ class Sampler:
 
 def start(job_dir: Path, records: list) -> Sampler | None:
     """The supervisor's hook: a sampler thread for the plan's processes (None when turned off with 0)."""
-    interval = env_float(ENV_INTERVAL, DEFAULT_INTERVAL_S)
+    interval = settings().number(ENV_INTERVAL)
     if interval <= 0:
         return None
     return Sampler(job_dir, records, interval).start()

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job_dir = Path(argv[0]).resolve()
     procs.set_subreaper()                  # before the supervisor starts, so every descendant inherits it
-    token = read_state(job_dir)["token"]
+    token = read_state(job_dir).token
     child = None
 
     def forward(signum, frame):            # `kill WATCHDOG` means stop the job: the supervisor does it
@@ -81,12 +81,12 @@ def main(argv=None) -> int:
     left = procs.kill_job_processes(token, [])
 
     def fin(s):
-        if s["status"] in FINAL:
+        if s.status in FINAL:
             return                         # final is final: the supervisor (or cancel) already decided
-        s["failure"] = lost_failure(job_dir, s.get("supervisor") or {}, s["status"],
+        s.failure = lost_failure(job_dir, s.supervisor or {}, s.status,
                                     _how(status) if status is not None else "lost", left)
-        s["status"] = LOST_STATUS
-        s["ended"] = now_iso()
+        s.status = LOST_STATUS
+        s.ended = now_iso()
 
     with contextlib.suppress(Exception):   # e.g. a state file no longer readable: the next command reports it
         update_state(job_dir, fin)
