@@ -460,12 +460,12 @@ class AzureBackend(Backend):
                                            backoff=settings().number(ENV_RETRY_BACKOFF))
         return self._mlflow_rest
 
-    def _mlflow_call(self, what: str, fn, job: str | None = None):
-        """fn() with dtrain's retries over azure-core's; MLflow's errors as dtrain's."""
+    def _mlflow_call(self, what: str, fn, job: str | None = None, command: str = "metrics"):
+        """fn() with dtrain's retries over azure-core's; MLflow's (and Azure Monitor's) errors as dtrain's."""
         from .mlflow_rest import MlflowError
 
         def unreadable(reason: str):         # the metrics are unreadable now; nothing is known of the job
-            return LostTrack(f"{reason}", hint="the job itself is not affected; `dtrain metrics "
+            return LostTrack(f"{reason}", hint=f"the job itself is not affected; `dtrain {command} "
                              + (job or "NAME") + "` reads them again")
 
         try:
@@ -520,18 +520,6 @@ class AzureBackend(Backend):
                                              backoff=settings().number(ENV_RETRY_BACKOFF))
         return self._monitor_rest
 
-    def _monitor_call(self, what: str, fn, job: str | None = None):
-        from .mlflow_rest import MlflowError
-
-        def unreadable(reason: str):
-            return LostTrack(reason, hint="the job itself is not affected; `dtrain top " + (job or "NAME")
-                             + "` reads its system metrics again")
-
-        try:
-            return self._retrying(what, fn, job=job, gave_up=unreadable)
-        except MlflowError as exc:
-            raise BackendError(f"could not {what}: {redact(str(exc))}") from None
-
     def sysmetrics(self, name: str):
         from .monitor import compute_name, job_sysmetrics
 
@@ -543,15 +531,16 @@ class AzureBackend(Backend):
             with contextlib.suppress(Exception):      # a compute since deleted: no size, no IB finding
                 self._vm_sizes[compute] = self._retrying("read the job's compute",
                                                          lambda: ml.compute.get(compute).size, job=name)
-        return self._monitor_call("read the job's system metrics",
-                                  lambda: job_sysmetrics(self._monitor(), info, self._vm_sizes.get(compute)), job=name)
+        return self._mlflow_call("read the job's system metrics", command="top", job=name,
+                                 fn=lambda: job_sysmetrics(self._monitor(), info, self._vm_sizes.get(compute)))
 
     def latest_sysmetrics(self, jobs) -> dict:
         """One Azure Monitor request for the GPU utilization of every job shown (watch)."""
         from .monitor import latest_gpu_util
 
         rest = self._monitor()
-        got = self._monitor_call("read the jobs' GPU utilization", lambda: latest_gpu_util(rest, [j.name for j in jobs]))
+        got = self._mlflow_call("read the jobs' GPU utilization", lambda: latest_gpu_util(rest, [j.name for j in jobs]),
+                                command="top")
         return {n: {"gpu_util": tv} for n, tv in got.items()}
 
     # --- cancel ----------------------------------------------------------------------------------
