@@ -96,3 +96,19 @@ def test_top_on_a_backend_without_system_metrics_says_so(fake_backend, fake_spec
     assert code == 0 and json.loads(out)["series"] == [] and "records no system metrics" in err
     code, out, err = run_main(capsys, "top", "nohw", "--local", "--once", "--interval", "2")
     assert code == 2 and "--interval" in err
+
+
+def test_live_top_redraws_until_the_job_ends(fake_backend, fake_spec, capsys, monkeypatch):
+    from fakes import run_main
+
+    from dtrain.cli import top as top_cli
+    from dtrain.runner import Runner
+
+    fake_backend.scripts["live"] = ["Queued", "Running", "Running", "Completed"]
+    assert run_main(capsys, "submit", fake_spec, "--local", "--name", "live")[0] == 0
+    frames = []
+    monkeypatch.setattr(fake_backend, "sysmetrics", lambda name: frames.append(name) or gpus(lambda k, d, m: 90.0),
+                        raising=False)
+    monkeypatch.setattr(top_cli.time, "sleep", lambda s: None)
+    top_cli._live(Runner(), "live", True, 0.01)
+    assert len(frames) >= 2 and fake_backend.jobs["live"].status == "Completed"   # the last frame after the end
