@@ -173,3 +173,17 @@ def test_monitor_failing_past_the_retries_exits_cleanly(emu, capsys, monkeypatch
     assert code == 7 and out == "" and "Traceback" not in err
     assert "system metrics" in err and "dtrain top hw-down" in err
     assert len(emu.requests_to(r"/providers/Microsoft\.Insights/metrics$")) == 2
+
+
+def test_monitor_refusing_the_identity_is_a_clear_error(emu, capsys):
+    from fakes import run_main
+
+    gpu_job(emu, "hw-403", "current")
+    emu.fail(r"/providers/Microsoft\.Insights/metrics$", 403, count=None, code="AuthorizationFailed",
+             message="The client does not have authorization to perform action 'Microsoft.Insights/metrics/read'")
+    code, out, err = run_main(capsys, "top", "hw-403")
+    assert code == 6 and "Traceback" not in err and "Microsoft.Insights/metrics/read" in err
+    assert "Monitoring Reader" in err
+    assert len(emu.requests_to(r"/providers/Microsoft\.Insights/metrics$")) == 1      # not retried
+    code, out, err = run_main(capsys, "why", "hw-403", "-o", "json")
+    assert code == 0 and json.loads(out)["hardware"] == []          # why still answers from the logs

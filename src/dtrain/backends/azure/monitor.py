@@ -47,7 +47,9 @@ LEGACY = {
 }
 GPU_UTIL = ("GpuUtilizationPercentage", "GpuUtilization")
 TOP = 1000               # series per metric: every device of every node of a job (the service's default is 10)
-WATCH_WINDOW_S = 900     # watch's latest value: the last quarter hour, one point a minute
+WATCH_WINDOW_S = 900
+ROLE_HINT = ("reading a job's system metrics needs Microsoft.Insights/metrics/read on the workspace (the Reader and "
+             "Monitoring Reader roles have it); the job itself is not affected")     # watch's latest value: the last quarter hour, one point a minute
 
 
 class MonitorError(MlflowError):
@@ -114,7 +116,13 @@ class MonitorRest:
             data = {}
         if resp.status_code >= 400:
             err = data.get("error") if isinstance(data.get("error"), dict) else data
-            raise MonitorError(resp.status_code, str(err.get("code") or "Error"), str(err.get("message") or resp.reason))
+            code, message = str(err.get("code") or "Error"), str(err.get("message") or resp.reason)
+            if resp.status_code in (401, 403):
+                from ...errors import ConfigError
+
+                raise ConfigError(f"Azure Monitor refused to read the workspace's metrics (HTTP {resp.status_code} "
+                                  f"{code}): {message}", hint=ROLE_HINT)
+            raise MonitorError(resp.status_code, code, message)
         return data
 
 
