@@ -92,7 +92,7 @@ def test_ib_zero_on_nd96isr_h100_x2_and_one_slow_gpu_are_flagged(emu):
     assert "5.0%" in slow[0].message and slow[0].numbers["median_pct"] >= 94
 
     gpu_job(emu, "hw-ib", "current", slow=(9, 9), ib=5000.0)                    # IB busy, every GPU busy
-    assert findings(__import__("dtrain.backends.azure", fromlist=["AzureBackend"]).AzureBackend().sysmetrics("hw-ib")) == []
+    assert findings(Runner().sysmetrics("hw-ib")) == []
 
 
 def test_top_json_and_csv_in_process(emu, capsys):
