@@ -4,7 +4,11 @@ of statuses, one step per status read. It proves how dtrain drives a backend, no
 the real ones are tested end to end (local processes, the Azure ML emulator)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
+import os
+import subprocess
 from dataclasses import dataclass, field
 
 from dtrain.backends import BackendKind, register_backend, unregister_backend
@@ -111,6 +115,13 @@ class FakeBackend(Backend):
     def stop(self, name):
         self.stopped.append(name)
 
+    def update(self, name, *, tags=None, remove_tags=(), display_name=None, description=None):
+        """Tags merged, as az ml job update does (a chain records each attempt's cause so)."""
+        info = self.status(name)
+        merged = {k: v for k, v in {**info.tags, **(tags or {})}.items() if k not in remove_tags}
+        self.jobs[name] = JobInfo(**{**info.__dict__, "tags": merged})
+        return self.jobs[name]
+
     def metrics(self, name, *, keys=None):
         self.status(name)
         pts = self.points.get(name, {})
@@ -131,3 +142,28 @@ def run_main(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_in_process(argv: list[str], *, env: dict, cwd) -> subprocess.CompletedProcess:
+    """dtrain's main() as `python -m dtrain ARGV` would run it, in this process: the process environment
+    is `env` and the working folder `cwd` for the call, stdout and stderr captured (not terminals, as in a
+    pipe). Both are put back afterwards, whatever the command did to them (azure-ai-ml writes
+    AZUREML_CURRENT_CLOUD into os.environ)."""
+    from dtrain.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update({k: str(v) for k, v in env.items()})
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:     # what a process would exit with (typer's --show-completion)
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["dtrain", *argv], code, out.getvalue(), err.getvalue())

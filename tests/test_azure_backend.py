@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from azure_emulator import UNRESOLVABLE_SUFFIX, AzureMLEmulator, fake_jwt, validate_job_body
+from fakes import run_in_process
 
 # End to end through real processes and the emulator: about 2 minutes on 2 cores.
 pytestmark = [pytest.mark.slow, pytest.mark.sdk]
@@ -76,9 +78,14 @@ def emu_env(emu, tmp: Path, **extra) -> dict:
     return env
 
 
-def dtrain(*args, env, cwd, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dtrain", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def dtrain(*args, env, cwd, timeout=60, process=False) -> subprocess.CompletedProcess:
+    """The real CLI against the emulator. In this process by default (azure-ai-ml's import, 1.5 to 2 CPU-s,
+    is paid once per worker, not once per command); process=True where a process of its own is the point
+    (what it imports, signals, exit on a broken pipe)."""
+    if process or threading.current_thread() is not threading.main_thread():   # concurrent calls: processes
+        return subprocess.run([sys.executable, "-m", "dtrain", *map(str, args)], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    return run_in_process([str(a) for a in args], env=env, cwd=cwd)
 
 
 def expected_lines(emu, job: str) -> dict[int, list[str]]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import urllib.request
 
 import pytest
 
 from azure_emulator import AzureMLEmulator, fake_jwt
+from fakes import run_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.sdk]
 
@@ -49,8 +48,7 @@ def put_job(emu, name: str, experiment: str = "metrics-tests") -> None:
 
 
 def dtrain(*args, env, cwd):
-    return subprocess.run([sys.executable, "-m", "dtrain", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+    return run_in_process([str(a) for a in args], env=env, cwd=cwd)   # the SDK's import paid once
 
 
 @pytest.mark.timeout(240)  # several dtrain processes through the emulator: 60-90 s at load 30

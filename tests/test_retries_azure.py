@@ -50,15 +50,18 @@ def test_attempt_1_not_responding_attempt_2_completed_then_a_rerun_sends_nothing
     out = json.loads(r.stdout)
     assert out["name"] == "ch" and out["status"] == "Completed"
     a1, a2 = out["attempts"]
-    assert (a1["name"], a1["outcome"], a1["exit_code"]) == ("ch", "infrastructure", 5)
+    assert (a1["name"], a1["outcome"], a1["exit_code"], a1["cause"]) == ("ch", "infrastructure", 5, "preempted")
     assert (a2["name"], a2["status"], a2["outcome"]) == ("ch-r1", "Completed", "completed")
     assert "attempt 2 of 3 submitted: ch-r1" in r.stderr and "preempted" in r.stderr
     # both attempts write the chain's one checkpoint folder, and carry the chain's tags
     for name, k in (("ch", "1"), ("ch-r1", "2")):
         props = emu.jobs[name]["properties"]
         assert props["outputs"]["checkpoints"]["uri"] == "azureml://datastores/workspaceblobstore/paths/dtrain/ch/checkpoints"
+        # attempt 1's cause, from the NotResponding error Azure gave, recorded by jobs.update (retry_causes.py)
+        cause = {"dtrain.cause": "preempted"} if k == "1" else {}
         assert {t: props["tags"][t] for t in props["tags"] if t.startswith("dtrain.")} == {
-            "dtrain.chain": "ch", "dtrain.attempt": k, "dtrain.retries": "2", "dtrain.retry_on": "infrastructure"}
+            "dtrain.chain": "ch", "dtrain.attempt": k, "dtrain.retries": "2", "dtrain.retry_on": "infrastructure",
+            **cause}
         assert props["tags"]["suite"] == "azure"
     # the NotResponding attempt was stopped before the next one (a NotResponding run can come back)
     assert emu.requests_to(r"/jobs/ch/cancel$", "POST")

@@ -10,7 +10,7 @@ import pytest
 
 from dtrain.backends.base import RankLog
 from dtrain.backends.safefile import lines_of
-from dtrain.diagnose import CAUSES, diagnose, folder_logs
+from dtrain.diagnose import CAUSES, JobFacts, diagnose, folder_logs
 
 LOGS = Path(__file__).parent / "why_logs"
 DOCS = Path(__file__).parent.parent / "docs"
@@ -30,6 +30,8 @@ EXPECTED = {
     "no_space": [("no_space", [0])],
     "rendezvous": [("rendezvous", [3])],
     "nccl_system_error": [("nccl_error", [0, 1])],
+    "nccl_remote": [("nccl_error", [0, 1])],
+    "nccl_socket_ib": [],                  # a speed hint only where the VM size is known (below)
     "mpi_killed": [("killed", [1])],
     "local_killed": [("killed", [1])],
     "python_error": [("python_error", [1])],
@@ -64,6 +66,73 @@ def test_summaries_quote_what_the_message_gives():
     assert "rank 2 at SeqNum 1579" in top("nccl_timeout_behind")
     assert "10-0-0-5" in top("mpi_killed")
     assert 'line 42, in step' in top("python_error")
+
+
+def test_nccl_errors_say_to_rerun_with_nccl_debug():
+    for folder in ("nccl_system_error", "nccl_remote"):
+        (c,) = diagnose(folder_logs(LOGS / folder))
+        assert "NCCL_DEBUG=INFO" in c.hint
+    (remote,) = diagnose(folder_logs(LOGS / "nccl_remote"))
+    assert "remote process exited" in remote.evidence[0][2]
+
+
+@pytest.mark.parametrize("size, nodes, found", [
+    ("Standard_ND96isr_H100_v5", 2, True),       # InfiniBand, two nodes: sockets are the slow path
+    ("Standard_ND96isr_H100_v5", None, True),    # node count unknown (a downloaded folder): said
+    ("Standard_ND96isr_H100_v5", 1, False),      # one node: no network between ranks to speak of
+    ("Standard_NC24ads_A100_v4", 2, False),      # no InfiniBand: sockets are all there is
+    (None, 2, False),                            # size unknown: nothing to say
+])
+def test_nccl_on_sockets_is_a_hint_only_on_a_multi_node_infiniband_size(size, nodes, found):
+    causes = diagnose(folder_logs(LOGS / "nccl_socket_ib"), job=JobFacts(status="Completed", nodes=nodes,
+                                                                       instance_type=size))
+    assert [(c.kind, c.ranks) for c in causes] == ([("nccl_socket", [0, 1, 2, 3])] if found else [])
+    if found:
+        assert "InfiniBand" in causes[0].summary and "NET/Socket : Using" in causes[0].evidence[0][2]
+
+
+def test_a_socket_hint_comes_after_the_failure_and_hides_no_traceback():
+    facts = JobFacts(status="Failed", nodes=2, instance_type="Standard_ND96isr_H100_v5")
+    socket = list(folder_logs(LOGS / "nccl_socket_ib"))
+    tb = folder_logs(LOGS / "python_error")
+    socket[1].lines = iter([*socket[1].lines, *tb[1].lines])        # rank 1 also raised
+    socket[1].exit_code = 1
+    assert [c.kind for c in diagnose(socket, job=facts)] == ["python_error", "nccl_socket"]
+
+
+# Azure ML's own words for a preempted low-priority node (Azure/MachineLearningNotebooks#1242), reported
+# with the job Failed; and the local backend's for a lost supervisor (backends/local/watchdog.py).
+AZURE_PREEMPTED = ("AzureMLCompute job failed. PreemptionError: Nodes of this job got pre-empted. Check if the "
+                   "run has failed or restarted. Reason: Received pre-emption warning signal")
+
+
+@pytest.mark.parametrize("status, message, kind", [
+    ("Failed", AZURE_PREEMPTED, "preempted"),
+    ("NotResponding", "preempted by the eviction drill (--preempt-after 5s)", "preempted"),
+    ("NotResponding", None, "lost_node"),
+    ("NotResponding", "the local supervisor (pid 4242) is gone (killed, or the machine restarted) while the job "
+                      "was Running; its processes were stopped", "lost_node"),
+    ("Completed", None, None),
+    ("Failed", "rank 1 (node 0) exited with code 1", None),
+])
+def test_preemption_and_lost_nodes_come_from_the_jobs_status(status, message, kind):
+    causes = diagnose(folder_logs(LOGS / "clean"), job=JobFacts(status=status, message=message))
+    assert [c.kind for c in causes] == ([kind] if kind else [])
+    if kind:
+        (c,) = causes
+        assert c.evidence[0][:2] == ("job status", 0) and status in c.evidence[0][2]
+
+
+def test_a_preempted_job_puts_preemption_before_what_its_ranks_said_after():
+    causes = diagnose(folder_logs(LOGS / "gloo_timeout"), job=JobFacts(status="Failed", message=AZURE_PREEMPTED))
+    assert [c.kind for c in causes] == ["preempted", "collective_timeout"]
+
+
+def test_why_dir_takes_the_instance_type(cli):
+    r = cli("why", str(LOGS / "nccl_socket_ib"), "--instance-type", "Standard_ND96isr_H100_v5", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert [c["kind"] for c in json.loads(r.stdout)["causes"]] == ["nccl_socket"]
+    assert cli("why", "some_job", "--instance-type", "Standard_ND96isr_H100_v5").returncode == 2
 
 
 def test_a_local_job_folder_names_the_node_of_the_killed_rank():
@@ -166,3 +235,17 @@ def test_a_failed_wait_ends_with_the_top_cause_and_a_broken_diagnosis_changes_no
     monkeypatch.setattr(Runner, "why", broken)
     assert main(["wait", "bad"]) == 1
     assert "why:" not in capsys.readouterr().err
+
+
+def test_why_name_reads_the_jobs_vm_size_for_the_socket_hint(fake_backend, capsys):
+    from dtrain.backends.base import JobInfo
+    from fakes import run_main
+
+    socket = (LOGS / "nccl_socket_ib" / "user_logs" / "std_log_process_0.txt").read_text().splitlines()
+    for name, size in (("ib", "Standard_ND96isr_H100_v5"), ("noib", "Standard_NC24ads_A100_v4")):
+        fake_backend.add(JobInfo(name=name, backend="local", status="Completed", nodes=2, instance_type=size))
+        fake_backend.lines[name] = socket
+    code, out, _ = run_main(capsys, "why", "ib", "-o", "json")
+    assert code == 0 and [c["kind"] for c in json.loads(out)["causes"]] == ["nccl_socket"]
+    code, out, _ = run_main(capsys, "why", "noib", "-o", "json")
+    assert code == 0 and json.loads(out)["causes"] == []

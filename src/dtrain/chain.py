@@ -1,4 +1,4 @@
-"""Retry chains: `dtrain submit SPEC --retries N [--retry-on infrastructure|failed]`.
+"""Retry chains: `dtrain submit SPEC --retries N [--retry-on infrastructure|failed|CAUSE,...]`.
 
 A chain is a job (attempt 1, named after the chain) and the attempts that retried it, each a job of its
 own named NAME-r1, NAME-r2, ... and tagged with the chain, its attempt number and the retry policy. The
@@ -6,8 +6,9 @@ chain's state is those jobs and their tags, so whoever can see the jobs can see 
 store, or the Azure ML workspace from any machine).
 
 What the next step is comes from the attempts alone (decide): an infrastructure outcome (NotResponding:
-a lost node, a lost local supervisor) is always retried; Failed only with retry_on "failed"; Canceled
-and timed out never; at most N more attempts, each after a back-off counted from the end of the last.
+a lost node, a lost local supervisor) is always retried; Failed only with retry_on "failed", or when the
+attempt's top cause (`dtrain why`, recorded in its tag dtrain.cause: retry_causes.py) is one retry_on names;
+Canceled and timed out never; at most N more attempts, each after a back-off counted from the end of the last.
 Attempt names are fixed, and both backends follow a job that already exists under a name with the same
 spec, so submitting attempt k twice (two followers, or a re-run after a CI runner died) starts it once.
 
@@ -40,13 +41,14 @@ from typing import Iterator
 from .backends.base import Backend, JobInfo, LogLine, Notice, SubmitOptions
 from .backends.names import MAX_NAME
 from .errors import DtrainError, JobNotFound, UsageError
+from .retry_causes import CAUSE_TAG, record_cause
 from .status import JobStatus, exit_code
 
 CHAIN_TAG = "dtrain.chain"
 ATTEMPT_TAG = "dtrain.attempt"
 RETRIES_TAG = "dtrain.retries"
 RETRY_ON_TAG = "dtrain.retry_on"
-RETRY_ON = ("infrastructure", "failed")
+RETRY_ON = ("infrastructure", "failed")          # or cause kinds (dtrain why), comma-separated
 RETRYING = JobStatus.RETRYING   # the chain's status between an attempt's end and the next attempt's submit
 BACKOFF_VAR = "DTRAIN_RETRY_BACKOFF_S"
 BACKOFF_DEFAULT_S = 30.0
@@ -89,15 +91,32 @@ class Policy:
         except ValueError:
             return None
         on = str(tags.get(RETRY_ON_TAG) or "infrastructure")
-        return cls(retries, on) if retries > 0 and on in RETRY_ON else None
+        return cls(retries, on) if retries > 0 and valid_retry_on(on) else None
+
+    @property
+    def causes(self) -> frozenset:
+        """The cause kinds whose Failed attempts are retried (none for infrastructure / failed)."""
+        return frozenset() if self.retry_on in RETRY_ON else frozenset(self.retry_on.split(","))
+
+
+def valid_retry_on(on: str) -> bool:
+    from .diagnose.causes import BY_KIND
+
+    return on in RETRY_ON or (bool(on) and all(k in BY_KIND for k in on.split(",")))
 
 
 def check_policy(retries: int | None, retry_on: str | None) -> Policy | None:
     """The --retries / --retry-on flags as a Policy (None without --retries); usage errors for values
     that make no sense and for --retry-on without --retries (it would do nothing)."""
-    if retry_on is not None and retry_on not in RETRY_ON:
-        raise UsageError(f"--retry-on must be one of {', '.join(RETRY_ON)}, not '{retry_on}'",
-                         hint="infrastructure: lost nodes and preemption (NotResponding); failed: also Failed attempts")
+    if retry_on is not None:
+        retry_on = ",".join(k.strip() for k in retry_on.split(","))
+    if retry_on is not None and not valid_retry_on(retry_on):
+        from .diagnose.causes import BY_KIND
+
+        raise UsageError(f"--retry-on must be one of {', '.join(RETRY_ON)}, or causes `dtrain why` names "
+                         f"(comma-separated), not '{retry_on}'",
+                         hint="infrastructure: lost nodes and preemption (NotResponding); failed: also Failed attempts; "
+                              f"causes: {', '.join(BY_KIND)}")
     if retries is None:
         if retry_on is not None:
             raise UsageError("--retry-on only applies with --retries", hint="add --retries N, or drop --retry-on")
@@ -167,9 +186,20 @@ def reason(info: JobInfo) -> str | None:
     return None if info.status == "Completed" else info.status
 
 
+def cause(info: JobInfo) -> str | None:
+    """An ended attempt's top cause, as its follower recorded it (None before, or where none was found)."""
+    return (info.tags or {}).get(CAUSE_TAG) or None
+
+
 def retryable(info: JobInfo, policy: Policy) -> bool:
     o = outcome(info)
-    return o == "infrastructure" or (o == "failed" and policy.retry_on == "failed")
+    return o == "infrastructure" or (o == "failed" and (policy.retry_on == "failed" or cause(info) in policy.causes))
+
+
+def _cause_pending(info: JobInfo, policy: Policy) -> bool:
+    """A Failed attempt of a chain that retries by cause, whose cause is not recorded yet: the chain waits
+    (Retrying) for its follower to record it (ChainView.advance), then decides."""
+    return bool(policy.causes) and outcome(info) == "failed" and cause(info) is None
 
 
 def backoff_s(k: int, base: float | None = None) -> float:
@@ -203,7 +233,7 @@ def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision
     last = attempts[-1]
     if not last.terminal:
         return Decision("running")
-    if retryable(last, policy) and len(attempts) < policy.retries + 1:
+    if (retryable(last, policy) or _cause_pending(last, policy)) and len(attempts) < policy.retries + 1:
         k = len(attempts) + 1
         ended = _epoch(last.ended) or (now if now is not None else time.time())
         return Decision("retry", k, ended + backoff_s(k))
@@ -223,6 +253,10 @@ def not_retried(last: JobInfo, policy: Policy, attempts: int) -> str | None:
     if not last.terminal or last.status == JobStatus.COMPLETED or attempts >= policy.retries + 1:
         return None
     o = outcome(last)
+    if o == "failed" and policy.causes and cause(last) is None:
+        return "its cause could not be recorded in its tags (dtrain.cause), and it is retried only by cause"
+    if o == "failed" and policy.causes:
+        return f"its cause, {cause(last)}, is not one --retry-on names ({policy.retry_on}; docs/retries.md)"
     if o == "failed":
         return "a Failed attempt is retried only with --retry-on failed (docs/retries.md)"
     if o == "timeout":
@@ -241,7 +275,8 @@ def attempt_record(info: JobInfo, k: int, successor: bool) -> dict:
     if successor and info.status == "Canceled":
         o, why = "infrastructure", "NotResponding; canceled by dtrain before the next attempt so that it cannot come back"
     return {"attempt": k, "name": info.name, "status": info.status, "outcome": o if info.terminal else None,
-            "reason": why if info.terminal else None, "exit_code": int(exit_code(info)) if info.terminal else None,
+            "reason": why if info.terminal else None, "cause": cause(info) if info.terminal else None,
+            "exit_code": int(exit_code(info)) if info.terminal else None,
             "created": info.created, "started": info.started, "ended": info.ended, "url": info.url}
 
 
@@ -341,10 +376,13 @@ def load_recipe(chain: str):
     return spec, {str(k): str(v) for k, v in inputs.items()}
 
 
-def attempt_plan(backend, spec, chain: str, k: int, policy: Policy, *, input_paths: dict):
+def attempt_plan(backend, spec, chain: str, k: int, policy: Policy, *, input_paths: dict,
+                 preempt_after_s: float | None = None):
     """The plan of attempt k on `backend` (the chain's): a pure function of the spec, the chain and k, so any
-    follower builds the same plan, and submitting it again follows the job that exists."""
-    opts = SubmitOptions(name=attempt_name(chain, k), tags=policy.tags(chain, k), input_paths=dict(input_paths or {}))
+    follower builds the same plan, and submitting it again follows the job that exists. preempt_after_s: the
+    local eviction drill, for attempt 1 only (so that a drilled chain can complete)."""
+    opts = SubmitOptions(name=attempt_name(chain, k), tags=policy.tags(chain, k), input_paths=dict(input_paths or {}),
+                         preempt_after_s=preempt_after_s if k == 1 else None)
     return backend.plan(attempt_spec(spec, chain), opts)
 
 
@@ -409,6 +447,10 @@ class ChainView(Backend):
             if not is_chain_head(head):
                 return head
             policy, attempts, d, blocked = self._state(head)
+            if record_cause(self.inner, attempts[-1]):    # tagged now: decide again, with its cause
+                policy, attempts, d, blocked = self._state(self.inner.status(name))
+            elif d.action == "retry" and _cause_pending(attempts[-1], policy):   # never retried blind
+                d, blocked = Decision("done"), "its cause could not be recorded in its tags (dtrain.cause)"
             if d.action == "retry":
                 attempts, d, blocked = self._next_attempt(name, attempts, policy, d, submit)
             return _chain_info(name, policy, attempts, d, blocked)
@@ -416,7 +458,8 @@ class ChainView(Backend):
     def _next_attempt(self, chain: str, attempts: list, policy: Policy, d: Decision, submit):
         last = attempts[-1]
         ended = f"{chain}: attempt {len(attempts)} ({last.name}) ended {last.status}" + (
-            f" ({reason(last)})" if reason(last) not in (None, last.status) else "")
+            f" ({reason(last)})" if reason(last) not in (None, last.status) else "") + (
+            f", cause {cause(last)}" if cause(last) else "")
         wait = (d.due_at or 0) - time.time()
         if wait > 0:
             self._tell(("wait", d.next_attempt), f"{ended}; attempt {d.next_attempt} of {policy.retries + 1} in {wait:.0f} s")
@@ -466,6 +509,12 @@ class ChainView(Backend):
 
     def where(self) -> dict | None:
         return self.inner.where()
+
+    def image_build(self, plan) -> str | None:
+        return self.inner.image_build(plan)
+
+    def read_environment(self, ref: str) -> dict | None:
+        return self.inner.read_environment(ref)
 
     def cancel(self, name: str) -> JobInfo:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""

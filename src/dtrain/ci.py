@@ -60,6 +60,22 @@ def _failure_text(info: JobInfo) -> tuple[str, str]:
     return title, "\n".join([f.message, *lines]).strip()
 
 
+def why_markdown(cause) -> list[str]:
+    """A failed job's top cause (dtrain.diagnose.Cause) under its failure: the kind, the summary and hint,
+    and the first line of evidence fenced (the summary and evidence quote the job's text)."""
+    if cause is None:
+        return []
+    out = [f"why: `{cause.kind}`: {md_text(cause.summary)}", "", f"hint: {md_text(cause.hint)}", ""]
+    if cause.evidence:
+        file, line, text = cause.evidence[0]
+        out += [*md_fenced(f"{file}:{line}: {text}" if line else text), ""]
+    return out
+
+
+def _why_text(cause) -> str:
+    return f"\nwhy: {cause.kind}: {cause.summary}\nhint: {cause.hint}" if cause is not None else ""
+
+
 def metrics_markdown(metrics: dict) -> list[str]:
     """The final metrics of each job as a table: job -> key -> last MetricPoint."""
     from .metrics_view import fmt
@@ -90,9 +106,10 @@ def attempts_markdown(infos) -> list[str]:
     return out
 
 
-def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = None) -> str:
+def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = None,
+                     causes: dict | None = None) -> str:
     """The jobs as a Markdown table; `columns` (name -> {header: value}) adds columns, e.g. a grid's
-    --matrix values."""
+    --matrix values; `causes` (name -> top Cause) says why each failed job failed."""
     extra = list(dict.fromkeys(h for cols in (columns or {}).values() for h in cols))
     rows = ["| job | status | " + "".join(f"{_md_cell(h)} | " for h in extra) + "nodes x processes | started | ended |",
             "|---|---|" + "---|" * len(extra) + "---|---|---|"]
@@ -109,16 +126,20 @@ def summary_markdown(infos, metrics: dict | None = None, columns: dict | None = 
                     + f"{i.nodes} x {i.processes_per_node} | {md_text(i.started or '')} | {md_text(i.ended or '')} |")
     out = ["### dtrain", "", *rows, "", *attempts_markdown(infos), *metrics_markdown(metrics or {})]
     for i in infos:
-        if i.failure:
+        cause = (causes or {}).get(i.name)
+        if i.failure or cause is not None:
             title, body = _failure_text(i)
-            out += [f"**{md_text(title)}**", "", *md_fenced(body), ""]
+            out += [f"**{md_text(title)}**", "", *(md_fenced(body) + [""] if body else []), *why_markdown(cause)]
     return "\n".join(out)
 
 
-def report(infos, stream=None, metrics: dict | None = None, columns: dict | None = None) -> None:
+def report(infos, stream=None, metrics: dict | None = None, columns: dict | None = None,
+           causes: dict | None = None) -> None:
     """Write the CI system's summary and annotations for finished jobs (annotations on stderr); `metrics`
     (job -> key -> last MetricPoint) adds a table of the final metric values, `columns` (job -> {header:
-    value}) columns to the jobs table (a grid's --matrix values)."""
+    value}) columns to the jobs table (a grid's --matrix values), `causes` (job -> its top Cause, `dtrain
+    why`) the cause and hint under each failure and in its annotation."""
+    causes = causes or {}
     stream = stream or sys.stderr
     infos = list(infos)
     ci = ci_kind()
@@ -126,21 +147,22 @@ def report(infos, stream=None, metrics: dict | None = None, columns: dict | None
         path = os.environ.get("GITHUB_STEP_SUMMARY")
         if path:
             with open(path, "a", encoding="utf-8") as f:
-                f.write(summary_markdown(infos, metrics, columns) + "\n")
+                f.write(summary_markdown(infos, metrics, columns, causes) + "\n")
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
-                print(github_error(title, body), file=stream, flush=True)
+                print(github_error(title, (body + _why_text(causes.get(i.name))).strip()), file=stream, flush=True)
     elif ci == AZURE_PIPELINES:
         for i in infos:
             if i.status != "Completed" or i.timed_out:
                 title, body = _failure_text(i)
+                body = (body + _why_text(causes.get(i.name))).strip()
                 print(azure_pipelines_error(title + (": " + body if body else "")), file=stream, flush=True)
         summary_dir = os.environ.get("AGENT_TEMPDIRECTORY") or os.environ.get("RUNNER_TEMP")
         if summary_dir:
             path = os.path.join(summary_dir, "dtrain-summary.md")
             with open(path, "w", encoding="utf-8") as f:
-                f.write(summary_markdown(infos, metrics, columns) + "\n")
+                f.write(summary_markdown(infos, metrics, columns, causes) + "\n")
             print(f"##vso[task.uploadsummary]{path}", file=stream, flush=True)
 
 

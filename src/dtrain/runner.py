@@ -119,6 +119,21 @@ class Runner:
         kind = LOCAL if local or spec.is_local_compute else AZURE
         return self._backend(kind).plan(spec, options or SubmitOptions())
 
+    def image_build(self, spec: JobSpec, options: SubmitOptions | None = None) -> str | None:
+        """Whether submitting `spec` to Azure ML builds a new environment image (submit --dry-run says it):
+        one look-up in the workspace; what cannot be looked up is said, not raised."""
+        from .errors import DtrainError
+
+        backend = self._backend(AZURE)
+        try:
+            return backend.image_build(backend.plan(spec, options or SubmitOptions()))
+        except DtrainError as exc:
+            return f"whether this submit builds a new image is not known ({exc.message})"
+
+    def read_environment(self, ref: str) -> dict | None:
+        """A registered environment's definition, read from the Azure ML workspace (validate --env)."""
+        return self._backend(AZURE).read_environment(ref)
+
     def render_azure(self, spec: JobSpec, *, format: str, name: str | None = None):
         """The Azure job as `az ml job create --file` takes it (format "yaml", a str), or the whole job PUT
         body azure-ai-ml sends (format "rest", a dict). Lives with the Azure backend; loads no SDK."""
@@ -173,7 +188,8 @@ class Runner:
         ch.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
         is_local = local or spec.is_local_compute
         backend = self._backend(LOCAL if is_local else AZURE)
-        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths)
+        plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths,
+                               preempt_after_s=options.preempt_after_s)
         try:
             first = self._submit_on(plan, backend)
         except UsageError as exc:            # the name is taken by another job: say so if it is a chain's
@@ -203,6 +219,17 @@ class Runner:
 
     def logs(self, name: str, *, follow: bool = False, rank: int | None = None, local: bool = False):
         return self._owner(name, local).logs(name, follow=follow, rank=rank)
+
+    def download(self, name: str, folder: str | Path | None = None, *, outputs: list | None = None,
+                 logs: bool = False, local: bool = False, progress=None):
+        """A job's outputs (None: all; [] none) and, with logs, its logs, under folder (default ./NAME),
+        resumable (download.py). A retry chain's name stands for its latest attempt."""
+        from .download import download
+
+        view = self._owner(name, local)
+        job = view.latest(name)
+        files = view.inner.files(job, outputs=outputs, logs=logs)
+        return download(files, Path(folder) if folder else Path.cwd() / job, progress)
 
     def list(self, *, local: bool = False, experiment: str | None = None, tags: dict | None = None,
              limit: int | None = None, names=None, archived: str = "hide", statuses=()) -> list[JobInfo]:
@@ -426,8 +453,9 @@ class Runner:
     def why(self, name: str, *, local: bool = False) -> "List":
         """Why a job failed: every cause its rank logs show (dtrain.diagnose.Cause), the top cause first;
         [] for a job whose logs show none."""
-        from .diagnose import diagnose
+        from .diagnose import JobFacts, diagnose
 
         view = self._owner(name, local)
         info = view.status(name)
-        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None)
+        return diagnose(view.rank_logs(name), first_rank=info.failure.rank if info.failure else None,
+                        job=JobFacts.of(info))

@@ -33,6 +33,7 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var("DTRAIN_CODE_LIMIT_MB", 1024.0, "the largest code folder submit accepts, in MB"),
     Var("DTRAIN_ARM_ENDPOINT", None, "resource-manager endpoint (sovereign clouds, or an emulator)"),
     Var("DTRAIN_STORAGE_SUFFIX", "core.windows.net", "storage suffix of that cloud"),
+    Var("DTRAIN_STORAGE_ENDPOINT", None, "a loopback storage emulator reaching every account path-style"),
     Var("DTRAIN_ARM_TOKEN", None, "a static bearer token, loopback endpoints only"),
     Var("DTRAIN_ARM_TOKEN_FILE", None, "a file holding such a token, loopback endpoints only"),
     Var("DTRAIN_AZURE_RETRIES", 5.0, "azure-core retries per HTTP call"),

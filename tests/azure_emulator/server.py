@@ -25,11 +25,13 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape as xml_escape
 
+from .artifact_store import ArtifactStore
+from .datastores import Datastores
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
 from .monitor import MonitorMetrics
-from .shapes import service_job_properties
+from .shapes import service_environment_properties, service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
 
 SUBSCRIPTION_ID = "00000000-1111-2222-3333-444444444444"
@@ -40,7 +42,7 @@ STORAGE_ACCOUNT = "dtrainemustorage"
 STORAGE_SUFFIX = "core.windows.net"
 UNRESOLVABLE_SUFFIX = "storage.invalid"
 DEFAULT_DATASTORE = "workspaceblobstore"
-ARTIFACT_CONTAINER = "azureml"
+ARTIFACT_CONTAINER = "azureml"    # the container of datastore workspaceartifactstore (artifact_store.py)
 BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
 SAS_QUERY = "sv=2021-08-06&sr=c&sp=racwl&se=2099-01-01T00%3A00%3A00Z&sig=ZW11bGF0b3I%3D"
 
@@ -236,6 +238,8 @@ class AzureMLEmulator:
         self.token_expiries: List[TokenExpiry] = []
         self.tokens_seen: List[str] = []
         self._operations: Dict[str, Dict[str, Any]] = {}
+        self.datastores = Datastores(self)     # datastores.py: the service's two and any a client creates
+        self.artifacts = ArtifactStore(self)   # workspaceartifactstore and where logs are listed (its modes)
         self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
         self.monitor = MonitorMetrics()  # Azure Monitor's metrics of the workspace (monitor.py): per node and GPU
         self._default_script = StatusScript()
@@ -641,14 +645,7 @@ class AzureMLEmulator:
                         raise HTTPError(404, "ResourceNotFound", f"Compute '{parts[1]}' was not found.")
                     return _json(200, self.computes[parts[1]])
         if kind == "datastores":
-            if n == 1 and method == "GET":
-                return _json(200, {"value": [self._datastore()]})
-            if n == 2 and method == "GET":
-                if parts[1] != DEFAULT_DATASTORE:
-                    raise HTTPError(404, "UserError", f"Datastore '{parts[1]}' was not found.")
-                return _json(200, self._datastore())
-            if n == 3 and parts[2] == "listSecrets" and method == "POST":
-                return _json(200, {"secretsType": "Sas", "sasToken": SAS_QUERY})
+            return self.datastores.call(method, parts, query, body)
         if kind in ("operationstatuses", "operationresults") and n == 2 and method == "GET":
             return self._operation(kind, parts[1])
         raise HTTPError(404, "NotFound", f"The emulator has no route for {method} {rest or '/'}")
@@ -763,6 +760,8 @@ class AzureMLEmulator:
                 with self._lock:
                     self.violations.append({"name": props.get("displayName"), "errors": [f"{field_name}: {rid} not found"],
                                             "body": {"properties": props}})
+                if kind == "computes":          # the service's words (test_ray_command_job.json)
+                    raise HTTPError(400, "UserError", f"Unknown compute target '{parts[-1]}'.")
                 raise HTTPError(400, "UserError", f"{field_name} {rid} was not found in workspace {self.workspace}.")
 
     def _position(self, state: JobState, advance: bool) -> float:
@@ -923,7 +922,10 @@ class AzureMLEmulator:
                     resource = self._store_code(key[0], key[1], body)
                 else:
                     resource = self._store_environment(key[0], key[1], body)
-                return _json(200 if existed else 201, resource)
+                # the recorded environment create answers 201 with a Location naming it (test_ray_command_job.json)
+                location = {"Location": f"{self.url}{resource['id']}?api-version={query.get('api-version', '')}"}
+                return _json(200 if existed else 201, resource, location if kind == "environments" and not existed
+                             else None)
         if n == 5 and parts[2] == "versions" and parts[4] == "startPendingUpload" and method == "POST":
             return _json(200, self._pending_upload(kind, parts[1], parts[3], body))
         raise HTTPError(404, "NotFound", f"The emulator has no route for {method} {kind}/{'/'.join(parts[1:])}")
@@ -973,12 +975,7 @@ class AzureMLEmulator:
         return resource
 
     def _store_environment(self, name: str, version: str, body: Dict[str, Any]) -> Dict[str, Any]:
-        props = copy.deepcopy(body["properties"])
-        props.setdefault("isAnonymous", False)
-        props.setdefault("isArchived", False)
-        props.setdefault("osType", "Linux")
-        props.setdefault("environmentType", "UserCreated")
-        props.setdefault("provisioningState", "Succeeded")
+        props = service_environment_properties(body["properties"])
         resource = {"id": self.arm_id("environments", name, version), "name": version,
                     "type": f"{_PROVIDER}/workspaces/environments/versions", "properties": props,
                     "systemData": _system_data()}
@@ -1000,7 +997,7 @@ class AzureMLEmulator:
                 return _json(200, self._run(state, status))
             if rest == "/details":
                 details = self._run(state, status)
-                details["logFiles"] = {n: self._log_url(state, n) for n in self._log_names(state)}
+                details["logFiles"] = self.artifacts.log_files(state)
                 details["runDefinition"] = {"command": state.props.get("command")}
                 details["warnings"] = []
                 return _json(200, details)
@@ -1130,6 +1127,7 @@ class AzureMLEmulator:
         container, _, blob_name = rest.partition("/")
         blob_name = unquote(blob_name)
         container = unquote(container)
+        self.artifacts.check_access(container, query, headers)
         comp, restype = query.get("comp"), query.get("restype")
         base = {"x-ms-version": headers.get("x-ms-version", "2021-08-06"), "x-ms-request-id": str(uuid.uuid4())}
         if restype == "container" and not blob_name:
@@ -1238,7 +1236,9 @@ class AzureMLEmulator:
         max_results = int(query.get("maxresults") or 5000)
         marker = query.get("marker") or ""
         with self._lock:
-            names = sorted(n for (c, n) in self.blobs if c == container and n.startswith(prefix) and n > marker)
+            blobs = {n: b for (c, n), b in self.blobs.items() if c == container and n.startswith(prefix)}
+            blobs.update(self.artifacts.listed(container, prefix))
+            names = sorted(n for n in blobs if n > marker)
             items: List[str] = []
             prefixes: List[str] = []
             next_marker = ""
@@ -1255,7 +1255,7 @@ class AzureMLEmulator:
                     next_marker = last
                     break
                 last = n
-                b = self.blobs[(container, n)]
+                b = blobs[n]
                 meta = "".join(f"<{k}>{xml_escape(v)}</{k}>" for k, v in b.metadata.items()) if include_meta else ""
                 items.append(
                     f"<Blob><Name>{xml_escape(n)}</Name><Properties>"
@@ -1331,8 +1331,8 @@ def _error_payload(status: int, code: str, message: str, blob: bool) -> Tuple[st
         xml = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{xml_escape(code)}</Code>'
                f"<Message>{xml_escape(message)}</Message></Error>")
         return "application/xml", xml.encode("utf-8")
-    body = {"error": {"code": code, "message": message, "target": None, "details": [],
-                      "additionalInfo": []}}
+    body = {"error": {"code": code, "message": message, "target": None, "details": [],   # as recorded (ray job 400)
+                      "additionalInfo": [{"type": "ComponentName", "info": {"value": "managementfrontend"}}]}}
     return "application/json; charset=utf-8", json.dumps(body).encode("utf-8")
 
 
@@ -1449,7 +1449,9 @@ class _Handler(BaseHTTPRequestHandler):
                headers: Dict[str, str], blob: bool) -> None:
         record.status = status
         ctype, payload = _error_payload(status, code, message, blob)
-        out = {"Content-Type": ctype, "x-ms-error-code": code}
+        out = {"Content-Type": ctype}
+        if blob:        # the Blob service names its error in a header; ARM only in the body (recorded 400s)
+            out["x-ms-error-code"] = code
         out.update(headers)
         self._send(status, out, b"" if self.command == "HEAD" else payload)
 

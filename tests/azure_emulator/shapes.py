@@ -93,6 +93,8 @@ def service_job_properties(
     services: Dict[str, Any] = {}
     for key, svc in (sent.get("services") or {}).items():
         services[key] = dict(_SERVICE_NULLS, **(svc or {}))
+        if status in ("Running", "Finalizing"):
+            services[key].update(_started_service(name, key, services[key]))
     services["Tracking"] = dict({"jobServiceType": "Tracking"}, endpoint=tracking_uri, **_SERVICE_NULLS)
     services["Studio"] = dict({"jobServiceType": "Studio"}, endpoint=studio_url, **_SERVICE_NULLS)
 
@@ -158,3 +160,25 @@ def service_job_properties(
     for key, value in sent.items():           # anything else sent is kept as sent
         props.setdefault(key, value)
     return props
+
+
+def service_environment_properties(sent: Dict[str, Any]) -> Dict[str, Any]:
+    """An environment version's properties as the service answers its PUT (test_ray_command_job.json): the
+    fields it adds, null or defaulted, around what was sent."""
+    props: Dict[str, Any] = {"description": None, "tags": {}, "properties": {"azureml.labels": ""},
+                             "isArchived": False, "isAnonymous": False, "autoDeleteSetting": None,
+                             "environmentType": "UserCreated", "condaFile": "", "osType": "Linux",
+                             "autoRebuild": "Disabled", "provisioningState": "Succeeded", "stage": "Logged",
+                             "intellectualProperty": None}
+    props.update({k: copy.deepcopy(v) for k, v in sent.items() if v is not None})
+    return props
+
+
+def _started_service(job: str, key: str, svc: Dict[str, Any]) -> Dict[str, Any]:
+    """What a running job reports of an interactive service it was given: the REST spec's JobService status and
+    endpoint (readOnly status; no recording shows one running, so the hosts here are illustrative)."""
+    kind = svc.get("jobServiceType") or key
+    host = f"{job}-{key}.eastus.nodes.azureml.ms".lower()
+    endpoint = svc.get("endpoint") or (f"ssh://root@{host}:{svc.get('port') or 50000}" if kind == "SSH"
+                                       else f"https://{host}/")
+    return {"status": "Running", "endpoint": endpoint}

@@ -35,6 +35,9 @@ class SubmitOptions:
     input_paths: dict = field(default_factory=dict)   # --input NAME=PATH: local stand-ins for remote inputs
     tags: dict = field(default_factory=dict)
     python: str | None = None               # --python: the interpreter a local job's `python` is
+    preempt_after_s: float | None = None    # --preempt-after: the local eviction drill (local/eviction.py)
+    host_python: bool = False               # --host-python: a local job runs on the host's python, not in
+                                            # the environment built from its conda file
 
 
 @dataclass
@@ -72,6 +75,8 @@ class JobInfo:
     chain: dict | None = None             # a retry chain shown as one job (chain.py): policy, attempts, next
     description: str | None = None
     archived: bool = False                # hidden from `dtrain list` unless --include-archived (az ml's archive)
+    services: dict | None = None          # interactive services (TensorBoard, SSH, ...): name -> type, endpoint, status
+    instance_type: str | None = None      # resources.instance_type, where known (dtrain why: InfiniBand sizes)
 
     @property
     def terminal(self) -> bool:
@@ -79,6 +84,8 @@ class JobInfo:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["services"] is None:
+            del d["services"]                 # only a job with interactive services has them
         if d["chain"] is None:
             del d["chain"]                    # only a chain's JSON has it, with its attempts at the top too
         else:
@@ -240,6 +247,17 @@ class Backend(ABC):
         """Make sure an ended attempt cannot come back before a retry starts the next (Azure: cancel a
         NotResponding run). Default: nothing to do (a lost local job is over)."""
 
+    def image_build(self, plan) -> str | None:
+        """Whether submitting `plan` builds a new environment image, as a sentence (Azure: one look-up in the
+        workspace). Default None: nothing is built, or nothing is known."""
+        return None
+
+    def read_environment(self, ref: str) -> dict | None:
+        """A registered environment's definition (Azure: from the workspace): {"found": bool, "image",
+        "conda_file", "build"}, or {"found": None, "why"} when it cannot be read. Default None: this
+        backend has no environments."""
+        return None
+
     def where(self) -> dict | None:
         """Where a job submitted through this backend lives, recorded at submit (jobindex) so that later
         commands reach it without flags: Azure, its workspace. None: nothing to record."""
@@ -254,6 +272,11 @@ class Backend(ABC):
             log = RankLog(rank=r, node=r // ppn, source=f"rank {r}")
             log.lines = _texts(log, iter(self.logs(name, rank=r)))
             yield log
+
+    def files(self, name: str, *, outputs: List[str] | None = None, logs: bool = False) -> List[Any]:
+        """The job's files for `dtrain download` (backends/files.py JobFile): the outputs named (None: every
+        output), and with logs every log."""
+        raise _unsupported(self, "downloading a job's files (dtrain download)")
 
     def metrics(self, name: str, *, keys=None) -> dict[str, List[MetricPoint]]:
         """Every point of each metric the job logged through MLflow (only `keys` when given), in step

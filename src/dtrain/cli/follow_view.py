@@ -100,8 +100,11 @@ def follow_jobs(runner, names, *, output: str, timeout, stream: bool, submitted=
 def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: float):
     from .. import ci
 
+    from .why import show_top_cause, top_causes
+
     metrics = runner.final_metrics(infos[0].name) if submitted is not None else None
-    ci.report(infos, metrics={infos[0].name: metrics} if metrics else None)
+    causes = top_causes(runner, infos)
+    ci.report(infos, metrics={infos[0].name: metrics} if metrics else None, causes=causes)
     if output == "json":
         if submitted is not None:
             from ..metrics_view import json_safe
@@ -112,10 +115,8 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
             emit([i.to_dict() for i in infos], "json")
     for info in infos:
         p.final(info)
-        if exit_code(info) == ExitCode.JOB_FAILED:
-            from .why import top_cause
-
-            top_cause(runner, info)
+        if info.name in causes:                   # failed, preempted or lost: why
+            show_top_cause(info.name, causes[info.name])
     if submitted is not None:
         from ..metrics_view import final_line
         from ..progress import summary_line

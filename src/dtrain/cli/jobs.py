@@ -5,7 +5,7 @@ import typer
 
 from ..errors import UsageError
 from .app import app
-from .options import (Local, OptionalJobNames, Output, ResourceGroup, Subscription, Tags, WorkspaceName,
+from .options import (Local, OptionalJobNames, Output, ResourceGroup, Subscription, Tags, Web, WorkspaceName,
                       check_output, emit, pairs, runner, workspace)
 from . import show
 
@@ -16,6 +16,7 @@ def status(
     tag: Tags = None,
     output: Output = "text",
     local: Local = False,
+    web: Web = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
     workspace_: WorkspaceName = None,
@@ -31,6 +32,9 @@ def status(
     for info in infos if output == "text" else ():
         show.info(info, output)
         show.attempts(info)
+        show.services(info)
+    for info in infos if web else ():
+        show.web(info)
         if info.ports and not info.terminal:          # where a running local job listens (debugging)
             from ..output import err
 

@@ -23,6 +23,8 @@ Output = Annotated[str, typer.Option("--output", "-o", help="text, json or jsonl
 Timeout = Annotated[Optional[float], typer.Option("--timeout", help="Stop waiting after S seconds (exit 4; "
                                                   "the jobs keep running).")]
 Local = Annotated[bool, typer.Option("--local", help="Look only at local jobs.")]
+Web = Annotated[bool, typer.Option("--web", help="Open the job in Azure ML Studio (prints the address where no "
+                                   "browser can be opened).")]
 Sets = Annotated[Optional[List[str]], typer.Option("--set", metavar="PATH=VALUE", help="Override a spec value, "
                                                    "as `az ml job create --set` does (repeatable).")]
 Inputs = Annotated[Optional[List[str]], typer.Option("--input", metavar="NAME=PATH", help="Local path for an "
@@ -44,6 +46,9 @@ Allow = Annotated[Optional[List[str]], typer.Option("--allow", metavar="CODE", h
 Python = Annotated[Optional[str], typer.Option("--python", metavar="PATH", help="Local runs: the interpreter the "
                                                  "command's `python` is (default: the first python on PATH, "
                                                  "else dtrain's own environment's; DTRAIN_LOCAL_PYTHON).")]
+HostPython = Annotated[bool, typer.Option("--host-python", help="Local runs: the command runs on the host's "
+                                          "python, not in the environment dtrain builds from the spec's conda file "
+                                          "(docs/environments.md).")]
 MaxParallel = Annotated[Optional[int], typer.Option("--max-parallel", metavar="K", help="With --matrix (and scale): "
                                                     "at most K jobs not yet ended at a time. Default: local, CPUs / "
                                                     "processes per job (at least 1); Azure, no limit.")]
@@ -112,7 +117,7 @@ def pairs(items, flag: str, bare_ok: bool = False) -> dict:
     return got
 
 
-def submit_options(name, inputs, allow=None, python=None):
+def submit_options(name, inputs, allow=None, python=None, host_python=False):
     """--name, --input, --allow and --python as the runner takes them; a waived rule is recorded in the
     job's tags."""
     from ..backends.base import SubmitOptions
@@ -120,7 +125,8 @@ def submit_options(name, inputs, allow=None, python=None):
 
     check_job_name(name)
     paths = {k: os.path.abspath(v) for k, v in pairs(inputs, "--input").items()}
-    return SubmitOptions(name=name, input_paths=paths, python=python,
+    useless("--host-python", host_python and python, "and --python both choose the interpreter: give one")
+    return SubmitOptions(name=name, input_paths=paths, python=python, host_python=host_python,
                          tags={"dtrain.allow": ",".join(sorted(set(allow)))} if allow else {})
 
 

@@ -22,6 +22,26 @@ def failure(i) -> None:
         err(f"    {shown(line)}")
 
 
+def web(i) -> None:
+    """--web: the job's page opened in a browser, or its address printed where no browser can be opened."""
+    from ..browser import open_page
+
+    if not i.url or not str(i.url).startswith(("https://", "http://")):
+        err(f"{i.name}: no web page (a local job lives in {shown(i.url or '?')})")
+    elif open_page(i.url):
+        err(f"{i.name}: opened {shown(i.url)}")
+    else:
+        err(f"{i.name}: open {shown(i.url)} in a browser (none can be opened here)")
+
+
+def services(i) -> None:
+    """A job's interactive services, one line each on stderr: name, type, endpoint once the service reports one."""
+    for name, svc in sorted((i.services or {}).items()):
+        where = svc.get("endpoint") or "no endpoint yet"
+        state = f" [{svc['status']}]" if svc.get("status") else ""
+        err(f"  {shown(name)} ({shown(svc.get('type', '?'))}): {shown(where)}{shown(state)}")
+
+
 def attempts(i) -> None:
     """A retry chain's attempts, one line each on stderr: name, status, why it ended (docs/retries.md)."""
     from ..chain import attempt_label

@@ -18,6 +18,9 @@ def validate(
     output: Output = "text",
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
     allow: Allow = None,
+    env: bool = typer.Option(False, "--env", help="Also check the job's environment: the conda file, its pip "
+                             "pins resolved for its Python on Linux x86_64, the code's imports "
+                             "(docs/environments.md)."),
 ):
     """Check job specs offline: every problem at once, with file:line and a fix. Exit 2 on errors."""
     from ..output import err, print_diagnostics, summary_line
@@ -30,7 +33,7 @@ def validate(
 
     check_output(output)
     check_allow(allow)                      # a code that cannot be waived: one usage error, not one per file
-    results = [_validate_one(path, set_, strict, in_ci, allow) for path in specs]
+    results = [_validate_one(path, set_, strict, in_ci, allow, env) for path in specs]
     if output == "text":
         for r, diags in results:
             print_diagnostics(diags)
@@ -41,14 +44,19 @@ def validate(
     raise typer.Exit(ExitCode.OK if all(r["valid"] for r, _ in results) else ExitCode.INVALID)
 
 
-def _validate_one(path: str, sets, strict: bool, in_ci: bool, allow=None):
+def _validate_one(path: str, sets, strict: bool, in_ci: bool, allow=None, env: bool = False):
     from ..errors import SpecError
     from ..spec.diagnostics import Diagnostic
     from ..spec.validate import load_spec
 
     try:
-        _, diags = load_spec(path, sets, allow=allow)
-        ok = not (strict and any(d.severity == "warning" for d in diags))
+        spec, diags = load_spec(path, sets, allow=allow)
+        if env:
+            from ..envcheck.check import check_environment
+
+            diags = diags + check_environment(spec, lookup=lambda ref: runner().read_environment(ref))
+        ok = not any(d.severity == "error" for d in diags)
+        ok = ok and not (strict and any(d.severity == "warning" for d in diags))
     except SpecError as exc:
         diags, ok = exc.diagnostics, False
     except UsageError as exc:       # a missing or unreadable file: that file is invalid, the rest go on
@@ -88,14 +96,14 @@ def render(
     print_rendered(load(spec, set_, allow), local=local, format=format or "yaml", name=name, inputs=input_)
 
 
-def print_rendered(spec_obj, *, local: bool, format: str, name, inputs, python=None) -> None:
+def print_rendered(spec_obj, *, local: bool, format: str, name, inputs, python=None, host_python=False) -> None:
     """What `render` prints, and `submit --dry-run` too: the local plan as JSON, or the Azure job (YAML
     or the REST body), rendered without loading the Azure SDK."""
     from ..output import out, out_json
 
     r = runner()
     if local:
-        out_json(r.plan(spec_obj, submit_options(name, inputs, python=python), local=True).to_dict())
+        out_json(r.plan(spec_obj, submit_options(name, inputs, python=python, host_python=host_python), local=True).to_dict())
     elif format == "rest":
         out_json(r.render_azure(spec_obj, format="rest", name=name))
     else:

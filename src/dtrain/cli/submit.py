@@ -6,7 +6,8 @@ from typing import Optional
 import typer
 
 from .app import app
-from .options import (Allow, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription, WorkspaceName,
+from .options import (Allow, HostPython, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription,
+                      Web, WorkspaceName,
                       check_output, check_timeout, emit, load, runner, submit_options, useless, useless_all, workspace)
 
 
@@ -25,7 +26,7 @@ def submit(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="With --wait: do not stream logs."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Submit nothing: print what `dtrain render` prints "
                                  "for this spec and flags (the local plan as JSON for a local run, else the "
-                                 "Azure job YAML) and exit 0."),
+                                 "Azure job YAML, and whether Azure ML will build a new image) and exit 0."),
     matrix: Matrix = None,
     max_parallel: MaxParallel = None,
     retries: Optional[int] = typer.Option(None, "--retries", metavar="N", help="Retry the job up to N more times "
@@ -33,10 +34,19 @@ def submit(
                                           "preemption); each attempt resumes from the checkpoints of the last "
                                           "(docs/retries.md). Attempts are named NAME, NAME-r1, ..."),
     retry_on: Optional[str] = typer.Option(None, "--retry-on", metavar="WHAT", help="With --retries: infrastructure "
-                                           "(the default) or failed (also retry Failed attempts, for flaky "
-                                           "failures). Canceled and timed-out attempts are never retried."),
+                                           "(the default), failed (also retry Failed attempts, for flaky "
+                                           "failures), or causes `dtrain why` names, e.g. collective_timeout,"
+                                           "nccl_error (retry a Failed attempt only for those). Canceled and "
+                                           "timed-out attempts are never retried."),
+    preempt_after: Optional[str] = typer.Option(None, "--preempt-after", metavar="DURATION", help="With --local: "
+                                                "the eviction drill; DURATION (5s, 2m) after the processes start, "
+                                                "every rank gets SIGTERM, the rest SIGKILL after the grace period, "
+                                                "and the job ends preempted (NotResponding, exit 5; retried by "
+                                                "--retries: docs/retries.md)."),
     allow: Allow = None,
     python: Python = None,
+    web: Web = False,
+    host_python: HostPython = False,
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", metavar="N", help="With --matrix: allow a grid of "
                                            "up to N jobs (default 1000; a larger grid is refused before anything "
                                            "is built)."),
@@ -54,6 +64,8 @@ def submit(
     useless("--retries", policy and matrix, "does not apply with --matrix (retry a grid's jobs one by one with "
             "--retries and --name)")
     useless("--retries", policy and dry_run, "does nothing with --dry-run, which submits nothing")
+    useless("--preempt-after", preempt_after and (matrix or dry_run), "applies to one job, submitted (not with "
+            "--matrix or --dry-run)")
     ws = workspace(subscription, resource_group, workspace_, local)
     if matrix:
         from .grid import submit_grid
@@ -63,29 +75,44 @@ def submit(
                            max_jobs=max_jobs)
     useless("--max-parallel", max_parallel is not None, "only applies with --matrix (one job has nothing to throttle)")
     useless("--max-jobs", max_jobs is not None, "only applies with --matrix")
-    _check_flags(dry_run, wait, output, timeout, quiet, ws)
+    _check_flags(dry_run, wait, output, timeout, quiet)
     spec_obj = load(spec, set_, allow)
     is_local = local or spec_obj.is_local_compute
     useless("--input", input_ and not is_local, "only applies to local runs (Azure resolves its own inputs)")
-    useless("--python", python and not is_local, "only applies to local runs (on Azure the environment's python runs)")
+    useless("--python, --host-python", (python or host_python) and not is_local, "only apply to local runs (on Azure "
+            "the environment's python runs)")
+    useless("--preempt-after", preempt_after and not is_local, "only applies to local runs (Azure preempts on its own)")
     if dry_run:
         from .spec_cmds import print_rendered
 
-        return print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python)
+        print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python,
+                       host_python=host_python)
+        if not is_local and (isinstance(spec_obj.environment, dict) or spec_obj.environment_file()):
+            from ..output import note
+
+            build = runner(ws).image_build(spec_obj, submit_options(name, input_, allow))
+            if build:
+                note(build)
+        return None
     r = runner(ws)
-    info = r.submit(spec_obj, submit_options(name, input_, allow, python), local=is_local, policy=policy)
+    opts = submit_options(name, input_, allow, python, host_python)
+    opts.preempt_after_s = _preempt_after(preempt_after)
+    info = r.submit(spec_obj, opts, local=is_local, policy=policy)
     _submitted(info, policy, wait, output)
+    if web:
+        from . import show
+
+        show.web(info)
     if wait:
         from .follow_view import follow_jobs
 
         follow_jobs(r, [info.name], output=output, timeout=timeout, stream=not quiet, submitted=info)
 
 
-def _check_flags(dry_run: bool, wait: bool, output: str, timeout, quiet: bool, ws) -> None:
     """Flags that would do nothing with the others given: usage errors before anything is submitted."""
     if dry_run:
         useless_all([f for f, v in (("--wait", wait), ("--output", output != "text"),
-                                    ("--timeout", timeout is not None), ("--quiet", quiet)) if v] + ws.given(),
+                                    ("--timeout", timeout is not None), ("--quiet", quiet)) if v],
                     "--dry-run, which submits nothing and prints what `dtrain render` prints")
     check_timeout(timeout)
     useless("--timeout", timeout is not None and not wait, "only applies with --wait")

@@ -64,7 +64,8 @@ def watch(
     check_positive("--interval", interval, "a positive number of seconds")
     ws = workspace(subscription, resource_group, workspace_, local)
     shown_metric = None if no_metrics or output != "text" else metric
-    w = runner(ws).watch(names or None, local=local, experiment=experiment, tags=pairs(tag, "--tag", bare_ok=True),
+    r = runner(ws)
+    w = r.watch(names or None, local=local, experiment=experiment, tags=pairs(tag, "--tag", bare_ok=True),
                          interval=interval or 5.0, metric=shown_metric)
     try:
         final = _show(w.events(once), output, shown_metric, live=not once and bool(w.first))
@@ -76,8 +77,10 @@ def watch(
     judged = [] if once else [i for i in final.values() if i.name in w.judged]
     if judged:
         from .. import ci
+        from ..untrusted import in_ci
+        from .why import top_causes
 
-        ci.report(judged)
+        ci.report(judged, causes=top_causes(r, judged) if in_ci() else None)   # logs are read only for CI
     raise typer.Exit(worst(exit_code(i) for i in judged))
 
 

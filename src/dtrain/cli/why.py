@@ -16,8 +16,11 @@ def why(
     target: str = typer.Argument(..., metavar="NAME|DIR", help="A job name, or a folder of logs (what `az ml job "
                                  "download` leaves: user_logs/std_log_process_N.txt; or a local job folder)."),
     output: str = typer.Option("text", "--output", "-o", help="text, or json: {\"job\", \"causes\": [{kind, "
-                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}, and for a job \"hardware\": the "
-                               "findings of `dtrain top`."),
+                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}, and for a job \"hardware\": "
+                               "the findings of `dtrain top`."),
+    instance_type: str = typer.Option(None, "--instance-type", metavar="SIZE", help="With a folder: the VM size "
+                                      "the job ran on (says whether NCCL on TCP sockets is a slowdown: sizes "
+                                      "with InfiniBand)."),
     local: Local = False,
     subscription: Subscription = None,
     resource_group: ResourceGroup = None,
@@ -25,9 +28,10 @@ def why(
 ):
     """Say why a job failed: read every rank's log and report each cause found (a collective timeout and the
     ranks that lagged, GPU or host out of memory, more processes than GPUs, a missing package, a rank that
-    never joined, no space left, NCCL errors, else the first traceback), with the evidence (file:line) and
-    what to change (docs/troubleshooting.md). Exit 0 whatever is found; 2 for an unknown job or folder."""
-    from ..diagnose import diagnose, folder_logs
+    never joined, no space left, NCCL errors, preemption or a lost node, else the first traceback; NCCL on
+    TCP sockets on an InfiniBand VM size), with the evidence (file:line) and what to change
+    (docs/troubleshooting.md). Exit 0 whatever is found; 2 for an unknown job or folder."""
+    from ..diagnose import JobFacts, diagnose, folder_logs
 
     check_output(output, ("text", "json"))
     folder = Path(target)
@@ -36,11 +40,13 @@ def why(
         if not logs:
             raise UsageError(f"no rank logs under {target}",
                              hint="expected user_logs/std_log_process_N.txt files (or a local job folder)")
-        causes = diagnose(logs)
+        causes = diagnose(logs, job=JobFacts(instance_type=instance_type))
         show(target, causes, output)
         return
     if "/" in target:
         raise UsageError(f"no folder {target}", hint="give a job name or a folder of logs")
+    if instance_type:
+        raise UsageError("--instance-type only applies to a folder of logs", hint="a job's own VM size is used")
     r = runner(workspace(subscription, resource_group, workspace_, local))
     show(target, r.why(target, local=local), output, _hardware(r, target, local, output))
 
@@ -72,21 +78,34 @@ def show(job: str, causes: list, output: str, hardware: list | None = None) -> N
         nodes = ", ".join(str(n) for n in c.nodes)
         if where:
             out(f"  ranks: {where}" + (f"  nodes: {nodes}" if nodes else ""))
-        for file, line, text in c.evidence:
-            out(f"  {shown(file)}:{line}: {shown(text)}")
+        for file, line, text in c.evidence:      # line 0: the job's status, not a line of a file
+            out(f"  {shown(file)}" + (f":{line}" if line else "") + f": {shown(text)}")
         out(f"  hint: {c.hint}")
 
 
-def top_cause(runner_, info) -> None:
-    """Under a failed job's summary: its top cause and hint. Diagnosing never fails the command."""
+def top_causes(runner_, infos) -> dict:
+    """The top cause of each job that failed, was preempted or lost (exit 1 or 5), by name, for the end of a
+    wait and the CI summary. Diagnosing never fails the command: a job that cannot be read has none."""
     from ..errors import DtrainError
+    from ..exitcodes import ExitCode
+    from ..status import exit_code
+
+    found = {}
+    for info in infos:
+        if exit_code(info) not in (ExitCode.JOB_FAILED, ExitCode.INFRA):
+            continue
+        try:
+            causes = runner_.why(info.name)
+        except (DtrainError, OSError):
+            continue
+        if causes:
+            found[info.name] = causes[0]
+    return found
+
+
+def show_top_cause(name: str, c) -> None:
+    """Under a failed job's summary: its top cause and hint."""
     from ..output import err, shown
 
-    try:
-        causes = runner_.why(info.name)
-    except (DtrainError, OSError):
-        return
-    if causes:
-        c = causes[0]
-        err(f"{info.name}: why: {c.kind}: {shown(c.summary)}")
-        err(f"  hint: {c.hint} (all causes: `dtrain why {info.name}`)")
+    err(f"{name}: why: {c.kind}: {shown(c.summary)}")
+    err(f"  hint: {c.hint} (all causes: `dtrain why {name}`)")

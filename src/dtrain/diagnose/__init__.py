@@ -10,8 +10,9 @@ bounded memory and puts the ranks' findings together.
 from __future__ import annotations
 
 from ..backends.base import RankLog
-from .causes import BY_KIND, CAUSES, CauseKind
-from .scan import Cause, diagnose, folder_logs, job_folder_logs, scan
+from .causes import BY_KIND, CAUSES, Cause, CauseKind
+from .job import JobFacts
+from .scan import diagnose, folder_logs, job_folder_logs, scan
 
-__all__ = ["BY_KIND", "CAUSES", "Cause", "CauseKind", "RankLog", "diagnose", "folder_logs", "job_folder_logs",
-           "scan"]
+__all__ = ["BY_KIND", "CAUSES", "Cause", "CauseKind", "JobFacts", "RankLog", "diagnose", "folder_logs",
+           "job_folder_logs", "scan"]

@@ -3,12 +3,30 @@ them), what to call it and what to change. docs/troubleshooting.md is checked ag
 (tests/test_why.py): every kind has its section there.
 
 Patterns are matched against one log line at a time, after the `[rank3]:` prefix torchrun-style
-launchers put in front of every line is taken off. Named groups are the details a summary quotes.
+launchers put in front of every line is taken off; a cause read from the job's status instead (`source`
+"job": preemption, a lost node) has its patterns matched against the message the service or the local
+supervisor gave. Named groups are the details a summary quotes.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+
+@dataclass
+class Cause:
+    """One cause found: what `dtrain why` prints and `--output json` gives."""
+
+    kind: str
+    ranks: list
+    nodes: list
+    evidence: list                  # [(file, line, text)]; line 0: not a file's line (the job's status)
+    hint: str
+    summary: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "ranks": self.ranks, "nodes": self.nodes, "summary": self.summary,
+                "evidence": [{"file": f, "line": n, "text": t} for f, n, t in self.evidence], "hint": self.hint}
 
 
 @dataclass(frozen=True)
@@ -17,6 +35,7 @@ class CauseKind:
     title: str
     patterns: tuple          # compiled regexes; any one matching a line is evidence
     hint: str
+    source: str = "log"      # "log": the ranks' lines; "job": the job's status and its message (diagnose/job.py)
 
 
 def _re(*texts: str) -> tuple:
@@ -26,6 +45,23 @@ def _re(*texts: str) -> tuple:
 # In the order a job's top cause is picked: what starts a failure before what follows from it (an out
 # of memory rank makes its peers' collectives time out; a dead peer makes NCCL report a remote error).
 CAUSES: tuple = (
+    # Azure ML's message (Azure/MachineLearningNotebooks#1242, microsoft/MLOpsPython#346) and the local
+    # eviction drill's (submit --local --preempt-after): the node was taken away; nothing in the job is wrong.
+    CauseKind("preempted", "preempted (a low-priority node taken back)", _re(
+        r"PreemptionError",
+        r"[Nn]odes? of this job got pre-?empted",
+        r"pre-?emption warning signal",
+        r"\bpreempted\b"),
+        "the node was taken back by Azure (low priority / spot): the job is not at fault; retry it "
+        "(`dtrain submit --retries N`) and checkpoint often so that the next attempt resumes; a dedicated "
+        "cluster is never preempted", source="job"),
+    # NotResponding (the REST spec: the run stopped updating run history) with no preemption said: the
+    # node, or the local supervisor, is gone.
+    CauseKind("lost_node", "a node stopped answering (lost)", _re(
+        r"the local (?:supervisor|supervisor's watchdog)(?: \(pid \d+\))? is gone"),
+        "infrastructure, not the job: retry it (`dtrain submit --retries N`, exit 5 is retried); locally, "
+        "the supervisor was killed or the machine restarted (its system_logs/supervisor.txt says more)",
+        source="job"),
     CauseKind("gpu_oom", "GPU out of memory", _re(
         r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B)",
         r"OOM when allocating tensor with shape(?P<shape>\[[^\]]*\])",
@@ -79,8 +115,19 @@ CAUSES: tuple = (
         "tell more; raise the timeout only when the wait is expected"),
     CauseKind("python_error", "a Python exception", (),
               "the first traceback in time: fix what its last frame says"),
+    # A speed hint, not a failure: NCCL fell back to TCP sockets on a multi-node job whose VM size has
+    # InfiniBand (spec/vmsizes.py). Reported only where the VM size is known (a job, or `why DIR
+    # --instance-type`). NCCL_DEBUG=INFO prints these lines (NCCL's init.cc / net.cc).
+    CauseKind("nccl_socket", "NCCL used TCP sockets on a VM size with InfiniBand", _re(
+        r"NCCL INFO NET/Socket : Using",
+        r"NCCL INFO Using network Socket"),
+        "NCCL did not find the InfiniBand devices: use an environment with the IB drivers and NCCL's "
+        "RDMA support (the curated AzureML-ACPT images), do not set NCCL_IB_DISABLE=1, and check that "
+        "`NET/IB : No device found` is not in the log; sockets are several times slower across nodes"),
 )
 
 BY_KIND = {c.kind: c for c in CAUSES}
+FROM_LOGS = tuple(c for c in CAUSES if c.source == "log")
+HINTS = ("nccl_socket",)        # kinds that say how to go faster, not why a job failed
 ORDER = {c.kind: i for i, c in enumerate(CAUSES)}
 RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")

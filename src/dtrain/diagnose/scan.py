@@ -15,30 +15,17 @@ from typing import Iterable, Iterator
 
 from ..backends.base import RankLog
 from ..backends.safefile import lines_of
-from .causes import BY_KIND, CAUSES, ORDER, RANK_PREFIX
+from .causes import BY_KIND, FROM_LOGS, HINTS, ORDER, RANK_PREFIX, Cause
+from .job import JobFacts, job_causes, nccl_socket
 
 MAX_EVIDENCE = 4            # lines quoted per cause
 MAX_TEXT = 300              # characters quoted per line
 _ANY = re.compile("|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', p.pattern)})"
-                           for c in CAUSES for p in c.patterns))
+                           for c in FROM_LOGS for p in c.patterns))
 _SEQ = re.compile(r"SeqNum=(\d+)|last enqueued NCCL work: (\d+)")
 _TB = "Traceback (most recent call last):"
 _HVD_RANK = re.compile(r"^(\d+): \[")
 _SIGKILL = (137, -9)
-
-
-@dataclass
-class Cause:
-    kind: str
-    ranks: list
-    nodes: list
-    evidence: list                  # [(file, line, text)]
-    hint: str
-    summary: str
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "ranks": self.ranks, "nodes": self.nodes, "summary": self.summary,
-                "evidence": [{"file": f, "line": n, "text": t} for f, n, t in self.evidence], "hint": self.hint}
 
 
 @dataclass
@@ -74,7 +61,7 @@ class _Rank:
             self._match(n, text, raw)
 
     def _match(self, n: int, text: str, raw: str) -> None:
-        for cause in CAUSES:
+        for cause in FROM_LOGS:
             for p in cause.patterns:
                 m = p.search(text)
                 if m is None:
@@ -120,15 +107,23 @@ def scan(logs: Iterable[RankLog]) -> list:
     return ranks
 
 
-def diagnose(logs: Iterable[RankLog], first_rank: int | None = None) -> list:
-    """Every cause the logs show, the one a failure most likely started from first. first_rank: the rank
-    that failed first, where the backend knows it (the Python-exception fallback starts there)."""
+def diagnose(logs: Iterable[RankLog], first_rank: int | None = None, job: JobFacts | None = None) -> list:
+    """Every cause the logs (and the job's status, where known) show, the one a failure most likely started
+    from first. first_rank: the rank that failed first, where the backend knows it (the Python-exception
+    fallback starts there); job: the job's status, message, nodes and VM size (diagnose/job.py)."""
     ranks = scan(logs)
-    causes = [c for c in (_combine(kind, ranks) for kind in BY_KIND if kind != "python_error") if c]
-    explained = {r for c in causes for r in c.ranks} | {r.log.rank for r in ranks if r.hits}
+    job = job or JobFacts()
+    causes = job_causes(job)
+    causes += [c for c in (_combine(kind, ranks) for kind in BY_KIND if BY_KIND[kind].source == "log"
+                           and kind != "python_error" and kind not in HINTS) if c]
+    explained = {r for c in causes for r in c.ranks} | {r.log.rank for r in ranks if set(r.hits) - set(HINTS)}
     fallback = _python_error(ranks, explained, first_rank)
     if fallback:
         causes.append(fallback)
+    found = [r for r in ranks if "nccl_socket" in r.hits]
+    hint = nccl_socket(job, *_where(found), _evidence((r, r.hits["nccl_socket"]) for r in found)) if found else None
+    if hint:
+        causes.append(hint)
     return sorted(causes, key=lambda c: ORDER[c.kind])
 
 

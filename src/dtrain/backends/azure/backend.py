@@ -28,6 +28,8 @@ from .client import (RememberingCredential, endpoint_from_env, make_credential, 
 from .errors import azure_errors, translate, transient
 from . import sdk
 from .plan import AzurePlan, build_plan, differences
+from .services import job_services
+from .storage_endpoint import storage_endpoint_from_env
 from .upload_guard import guarded, is_storage_failure, upload_error
 
 __all__ = ["AzureBackend", "AzurePlan"]
@@ -177,6 +179,7 @@ class AzureBackend(Backend):
         self._notify = notify
         self.notices: list[Notice] = []               # everything told, also without a notify
         self.endpoint = endpoint_from_env()            # ConfigError before anything is sent
+        self.storage_endpoint = storage_endpoint_from_env()   # DTRAIN_STORAGE_ENDPOINT: loopback only
         self._credential = credential
         self._ml = None
         self._ws = None
@@ -285,6 +288,17 @@ class AzureBackend(Backend):
         check_code_folder(spec.code_path())   # what the SDK's upload would hang or fail on, refused first
         return build_plan(spec, options or SubmitOptions(), self.workspace(submitting=True))
 
+    def image_build(self, plan: AzurePlan) -> str | None:
+        from .image_build import predict
+
+        return predict(self.ml, plan.body.get("environmentId"))
+
+    def read_environment(self, ref: str) -> dict | None:
+        from .env_lookup import read
+
+        with self._errors("read the environment"):
+            return read(self.ml, ref, self.workspace().workspace_name)
+
     def _load_job(self, plan: AzurePlan):
         from azure.ai.ml import load_job
 
@@ -306,6 +320,9 @@ class AzureBackend(Backend):
         existing = self._get_raw(name, gave_up=unchecked)
         if existing is not None:
             return self._adopt(plan, existing)
+        build = self.image_build(plan)
+        if build:
+            self._tell(build)
         ml = self.ml
         backoff = Backoff(1.0, cap=4.0, factor=2.0)
         for attempt in range(3):
@@ -383,17 +400,22 @@ class AzureBackend(Backend):
             ran = (e - s).total_seconds() if s and e else None
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
-            info.failure = self._failure(info, message, rd, _workers(props))
+            info.failure = self._failure(info, message, rd, _workers(props), props)
         elif info.status in ("NotResponding", "Paused") and message:   # why a node was lost (exit 5)
             info.failure = FailureInfo(message=message)
 
-    def _failure(self, info: JobInfo, message: str | None, rd: dict, workers: int | None = None) -> FailureInfo:
+    def _failure(self, info: JobInfo, message: str | None, rd: dict, workers: int | None = None,
+                 props: dict | None = None) -> FailureInfo:
         import requests
 
         from ..failure import last_lines, traceback_block
         from .logs import tail_lines, user_logs
 
-        files = user_logs(rd.get("logFiles") or rd.get("log_files") or {}, workers)
+        try:
+            log_files = self._log_sources(info.name, props or {}).files(rd.get("logFiles") or rd.get("log_files") or {})
+        except Exception:               # the summary still has the service's message
+            log_files = rd.get("logFiles") or rd.get("log_files") or {}
+        files = user_logs(log_files, workers)
         found = None
         tails = {}
         with requests.Session() as s:
@@ -427,18 +449,44 @@ class AzureBackend(Backend):
         if rank is not None and not 0 <= rank < world:
             raise UsageError(f"job '{name}' has no rank {rank}", hint=f"ranks are 0..{world - 1}")
         ml = self.ml
+        sources = self._log_sources(name, props)
 
         def details():
             try:
                 rd = _as_dict(sdk.run_details(ml.jobs, name))
+                files = sources.files(rd.get("logFiles") or rd.get("log_files") or {})
+            except DtrainError:
+                raise
             except Exception as exc:
                 if transient(exc):
                     raise                       # follow_logs tries again, then raises LostTrack
                 raise translate(exc, what="read the job's logs", job=name, workspace=self._ws) from exc
-            return _status_text(rd.get("status")), (rd.get("logFiles") or rd.get("log_files") or {})
+            return _status_text(rd.get("status")), files
 
         return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=_workers(props),
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
+
+    def files(self, name: str, *, outputs: list | None = None, logs: bool = False) -> list:
+        """The job's outputs and logs on its datastores, for `dtrain download` (output_files.py)."""
+        from .output_files import log_files, output_files
+
+        raw = self._get_raw(name)
+        if raw is None:
+            raise JobNotFound(f"no Azure ML job named '{name}'", hint="`dtrain list` shows the jobs")
+        props = raw.get("properties") or {}
+        files = [] if outputs == [] else output_files(self.ml, name, props, outputs, self.storage_endpoint)
+        if logs:
+            rd = self._run_details(name)
+            files += log_files(self._log_sources(name, props).files(rd.get("logFiles") or rd.get("log_files") or {}))
+        return files
+
+    def _log_sources(self, name: str, props: dict):
+        """logFiles, else the job's default output folder on its datastore (storage_logs.py)."""
+        from .storage_logs import LogSources, default_output_folder, resolve_folder
+
+        where = default_output_folder(props)
+        ml = self.ml
+        return LogSources(name, where and (lambda: resolve_folder(ml, *where, self.storage_endpoint)))
 
     # --- metrics (mlflow_rest.py) -------------------------------------------------------------------
     def _mlflow(self):
@@ -649,7 +697,8 @@ class AzureBackend(Backend):
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                        created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                        url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
-                       archived=bool(props.get("isArchived")))
+                       archived=bool(props.get("isArchived")), services=job_services(props),
+                       instance_type=(props.get("resources") or {}).get("instanceType"))
 
     def _info_from_entity(self, job) -> JobInfo:
         nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
@@ -659,7 +708,8 @@ class AzureBackend(Backend):
                        display_name=job.display_name, experiment_name=job.experiment_name,
                        created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
-                       description=getattr(job, "description", None))
+                       description=getattr(job, "description", None),
+                       instance_type=getattr(getattr(job, "resources", None), "instance_type", None))
 
 
 def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:

@@ -158,3 +158,10 @@ def no_retry_on_unresolved_names():
     finally:
         for cls, original in reversed(patched):
             cls.increment = original
+
+
+def datastore_secrets(datastores, name: str):
+    """What the SDK signs a datastore's storage requests with (get_datastore_info): listSecrets, asking for an
+    expirable secret as the SDK does. `datastores` is MLClient.datastores; the answer has `.key` (AccountKey)
+    or `.sas_token` (Sas)."""
+    return datastores._list_secrets(name=name, expirable_secret=True)

@@ -24,7 +24,7 @@ from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, Submi
 from ..names import generate_name
 from ..safefile import read_tail
 from . import env as _env
-from . import interpreter, mlflowstore, procs
+from . import interpreter, jobenv, mlflowstore, procs
 from .logs import follow_logs
 from .plan import LocalPlan, LocalProcess, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
@@ -93,6 +93,8 @@ class LocalBackend(Backend):
         plan has none, and free ports are picked and filled in. The job's plan.json is the plan with all
         of that filled in, exactly what the supervisor starts; state.json records the ports by use."""
         mpirun = check_mpirun() if plan.framework == "mpi" else None
+        if plan.job_env:                          # the job's own environment, built once (jobenv.py)
+            jobenv.ensure(jobenv.JobEnv.from_dict(plan.job_env), self._notify)
         self._check_program(plan)
         if not plan.is_named:
             plan = plan.named(generate_name())
@@ -132,7 +134,7 @@ class LocalBackend(Backend):
                 name=plan.name, status="Queued", created=_now(), token=f"{plan.name}:{secrets.token_hex(8)}",
                 experiment_name=plan.experiment_name, display_name=plan.display_name, tags=dict(plan.tags),
                 nodes=plan.nodes, processes_per_node=plan.processes_per_node, framework=plan.framework,
-                plan_hash=phash, grace_s=grace_seconds(), mpirun=mpirun or None,
+                plan_hash=phash, grace_s=grace_seconds(), mpirun=mpirun or None, instance_type=plan.instance_type,
                 # who starts the supervisor: a re-run starts a job whose submitter died before it could
                 submitter={"pid": os.getpid(), "start_time": procs.start_time(os.getpid())},
                 # in port order (state.json's keys are sorted), each with its use: see _ports
@@ -311,6 +313,16 @@ class LocalBackend(Backend):
             return is_terminal(self.status(name).status)
 
         return follow_logs(job_dir, ranks, follow=follow, is_terminal=terminal, on_skip=self._note)
+
+    def files(self, name: str, *, outputs: list | None = None, logs: bool = False) -> list:
+        """The job's output files and logs for `dtrain download` (files.py)."""
+        from .files import job_files
+
+        try:
+            job_dir, _ = self._read(name)
+        except CorruptState as exc:
+            job_dir = exc.path.parent             # its outputs are still worth reading
+        return job_files(name, job_dir, read_json(job_dir / PLAN), outputs, logs)
 
     def rank_logs(self, name: str):
         """Every rank's log file, with the exit code state.json recorded for its process (dtrain why)."""
@@ -548,7 +560,8 @@ def _info(state: JobRecord, job_dir: Path) -> JobInfo:
                    nodes=state.nodes or 1, processes_per_node=state.processes_per_node or 1,
                    url=str(job_dir), tags=dict(state.tags or {}), failure=failure,
                    timed_out=bool(state.timed_out), last_line=_last_line(job_dir),
-                   ports=_ports(state), description=state.description, archived=bool(state.archived))
+                   ports=_ports(state), description=state.description, archived=bool(state.archived),
+                   instance_type=state.instance_type)
 
 
 def _ports(state: JobRecord) -> dict:

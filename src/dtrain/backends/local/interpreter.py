@@ -34,11 +34,19 @@ class Interpreter:
     why: str                # how it was chosen, for the note
 
 
-def choose(job_dir: str, chosen: str | None = None, base_path: str | None = None) -> Interpreter:
+def chosen_by_setting() -> bool:
+    return bool(current().text(PYTHON_VAR))
+
+
+def choose(job_dir: str, chosen: str | None = None, base_path: str | None = None,
+           env_bin: str | None = None) -> Interpreter:
     """The job's `python`. chosen: --python (else DTRAIN_LOCAL_PYTHON); base_path: the PATH the job would
-    inherit (the spec's PATH, else this process's)."""
+    inherit (the spec's PATH, else this process's); env_bin: the bin folder of the job's own environment
+    (jobenv.py), first on its PATH when no interpreter is chosen."""
     base = base_path if base_path is not None else os.environ.get("PATH", "")
     chosen = chosen or current().text(PYTHON_VAR)
+    if env_bin and not chosen:
+        return Interpreter(_prepend(env_bin, base), None, os.path.join(env_bin, "python"), "the job's environment")
     if chosen:
         exe = shutil.which(chosen) if os.sep not in chosen else chosen
         if not exe or not os.access(exe, os.X_OK) or os.path.isdir(exe):

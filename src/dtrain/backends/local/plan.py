@@ -23,9 +23,9 @@ from ...errors import UsageError
 from ...spec.model import JobSpec, RankSlot, is_remote_ref, layout
 from ..base import SubmitOptions
 from . import env as _env
-from . import interpreter
+from . import interpreter, jobenv
 from .mlflowstore import mlflow_env
-from .store import datastore_path, jobs_root, valid_name
+from .store import datastore_path, dtrain_home, jobs_root, valid_name
 
 # The job name in a plan built without one; submit generates the name (as Azure does) and fills it in.
 NAME_PLACEHOLDER = "<name, generated at submit>"
@@ -88,7 +88,10 @@ class LocalPlan:
     notes: list = field(default_factory=list)
     spec_source: str | None = None
     python_link: str | None = None   # --python: the interpreter job_dir/bin/python links to (made at submit)
+    job_env: dict | None = None      # the job's own environment (jobenv.JobEnv), built at submit when missing
     backend: str = "local"
+    instance_type: str | None = None       # resources.instance_type, as Azure ML would run it (dtrain why)
+    preempt_after_s: float | None = None   # --preempt-after: the eviction drill (eviction.py)
 
     def to_dict(self) -> dict:
         """The plan as JSON: what `render --local` prints (placeholders and all) and, once submit has
@@ -102,7 +105,10 @@ class LocalPlan:
             "output_dirs": list(self.output_dirs), "timeout": self.timeout,
             "experiment_name": self.experiment_name, "display_name": self.display_name,
             "tags": dict(self.tags), "notes": list(self.notes), "spec_source": self.spec_source,
-            "python_link": self.python_link,
+            "python_link": self.python_link, "job_env": copy.deepcopy(self.job_env),
+            # only when set: the plan hash (and so resubmits) of every job without them stays as it was
+            **{k: v for k, v in (("instance_type", self.instance_type), ("preempt_after_s", self.preempt_after_s))
+               if v is not None},
         }
 
     def plan_hash(self) -> str:
@@ -168,7 +174,7 @@ class LocalPlan:
         kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
                                     "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source",
-                                    "python_link")}
+                                    "python_link", "instance_type", "preempt_after_s", "job_env")}
         for k in ("inputs", "outputs", "tags"):
             kw[k] = kw[k] or {}
         for k in ("ports", "notes", "output_dirs"):
@@ -323,16 +329,19 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
     command = _substitute(spec.command, inputs, outputs)
     experiment = options.experiment_name or spec.data.get("experiment_name")
     env = _process_env(spec, name, str(job_dir), experiment, inputs, outputs)
-    python = interpreter.choose(str(job_dir), options.python, env.get("PATH"))
+    job_env = _job_env(spec, options, home)
+    python = interpreter.choose(str(job_dir), options.python, env.get("PATH"), job_env.bin if job_env else None)
     if python.path is not None:
         env["PATH"] = python.path
+    if job_env is not None:
+        env["VIRTUAL_ENV"] = job_env.path
 
     slots = layout(d, nodes)   # rank, node, local rank and role of every process (spec/model.py)
     ppn = d.processes_per_node(nodes) if d else 1
     procs = _Processes(env=env, cwd=str(job_dir / "snapshot"), command=command)
     n_ports = _lay_out(procs, kind, d, slots, nodes, ppn, job_dir)
 
-    notes = _environment_notes(spec, python)
+    notes = [job_env.note()] if job_env else _environment_notes(spec, python)
     code = _local_code(spec)
 
     return LocalPlan(
@@ -345,7 +354,17 @@ def build_plan(spec: JobSpec, options: SubmitOptions, home: Path | None = None) 
         display_name=spec.data.get("display_name"),
         tags={**(spec.data.get("tags") or {}), **(options.tags or {})}, notes=notes,
         spec_source=str(spec.source) if spec.source else None, python_link=python.link,
+        instance_type=spec.instance_type, preempt_after_s=options.preempt_after_s,
+        job_env=job_env.to_dict() if job_env else None,
     )
+
+
+def _job_env(spec: JobSpec, options: SubmitOptions, home: Path | None):
+    """The job's own environment (from its conda file), unless an interpreter was chosen: --python,
+    DTRAIN_LOCAL_PYTHON, or --host-python (the host's, as before environments were built)."""
+    if options.host_python or options.python or interpreter.chosen_by_setting():
+        return None
+    return jobenv.describe(spec, (home or dtrain_home()) / "envs")
 
 
 def _job_name(spec: JobSpec, options: SubmitOptions) -> str:

@@ -36,6 +36,7 @@ class JobRecord:
     nodes: int = 1
     processes_per_node: int = 1
     framework: str | None = None
+    instance_type: str | None = None          # resources.instance_type, as Azure would run it (dtrain why)
     plan_hash: str | None = None
     supervisor: dict[str, Any] | None = None  # {"pid", "start_time"} of the job's supervisor
     watchdog: dict[str, Any] | None = None    # the same, of the watchdog that outlives a lost supervisor

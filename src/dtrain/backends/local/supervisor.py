@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import env as _env
+from . import eviction
 from .. import failure as _failure
 from . import procs
 from . import sysmetrics as _sysmetrics
@@ -194,11 +195,13 @@ class Supervisor:
         timeout = self.plan.timeout
         t0 = time.monotonic()
         deadline = t0 + timeout if timeout else None
+        preempt = eviction.deadline(self.plan.preempt_after_s, t0)     # --preempt-after: the drill
         reason, first_fail = None, None
         stop_at = None                  # when the processes still running get SIGKILL
         while self.children:
-            self._wait_event(self._next_wake(deadline, reason, stop_at))
+            self._wait_event(self._next_wake(eviction.sooner(deadline, preempt), reason, stop_at))
             reason, first_fail = self._why_stop(reason, first_fail, deadline)
+            reason = reason or eviction.due(preempt)
             stop_at = self._stop_children(reason, stop_at)
         self._stop_left_behind()
         self._finish_as(reason, first_fail, timeout, time.monotonic() - t0)
@@ -270,6 +273,9 @@ class Supervisor:
 
             self.finish(LOST_STATUS, lost_failure(self.job_dir, {"pid": self.watchdog}, "Running", "killed",
                                                   who="supervisor's watchdog"))
+        elif reason == eviction.REASON:
+            self.finish(eviction.STATUS, eviction.failure(self.plan.preempt_after_s or 0, self.grace, elapsed,
+                                                          self.job_dir))
         elif reason == "canceled":
             self.finish("Canceled", None)
         elif reason == "failed":
