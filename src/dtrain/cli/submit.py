@@ -109,6 +109,14 @@ def submit(
         follow_jobs(r, [info.name], output=output, timeout=timeout, stream=not quiet, submitted=info)
 
 
+def _preempt_after(text: str | None) -> float | None:
+    from ..durations import parse_duration
+
+    hint = "the time after the job's processes start when every rank gets SIGTERM"
+    return parse_duration(text, "--preempt-after", hint) if text is not None else None
+
+
+def _check_flags(dry_run: bool, wait: bool, output: str, timeout, quiet: bool) -> None:
     """Flags that would do nothing with the others given: usage errors before anything is submitted."""
     if dry_run:
         useless_all([f for f, v in (("--wait", wait), ("--output", output != "text"),
