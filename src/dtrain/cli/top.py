@@ -10,8 +10,8 @@ import typer
 
 from ..exitcodes import ExitCode
 from .app import app
-from .options import JobName, Local, ResourceGroup, Subscription, WorkspaceName, check_output, check_positive, \
-    runner, useless, workspace
+from .checks import check_output, check_positive, useless
+from .options import JobName, Local, ResourceGroup, Subscription, WorkspaceName, runner, workspace
 
 MIN_RUN_S = 15.0      # a shorter run has too few samples to find anything in (hwfindings.MIN_POINTS)
 
