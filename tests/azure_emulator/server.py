@@ -30,6 +30,7 @@ from .datastores import Datastores
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
+from .monitor import MonitorMetrics
 from .shapes import service_environment_properties, service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
 
@@ -240,6 +241,7 @@ class AzureMLEmulator:
         self.datastores = Datastores(self)     # datastores.py: the service's two and any a client creates
         self.artifacts = ArtifactStore(self)   # workspaceartifactstore and where logs are listed (its modes)
         self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
+        self.monitor = MonitorMetrics()  # Azure Monitor's metrics of the workspace (monitor.py): per node and GPU
         self._default_script = StatusScript()
         self._job_scripts: Dict[str, StatusScript] = {}
         self._lock = threading.RLock()
@@ -611,6 +613,8 @@ class AzureMLEmulator:
         n = len(parts)
         if n == 0 and method == "GET":
             return _json(200, self._workspace())
+        if rest.strip("/").lower() == "providers/microsoft.insights/metrics" and method == "GET":
+            return self.monitor.dispatch(query, self.workspace_arm_id, LOCATION)
         kind = parts[0].lower() if parts else ""
         if kind == "jobs":
             if n == 1 and method == "GET":
