@@ -78,7 +78,7 @@ def emu_env(emu, tmp: Path, **extra) -> dict:
     return env
 
 
-def dtrain(*args, env, cwd, timeout=60, process=False) -> subprocess.CompletedProcess:
+def dtrain(*args, env, cwd, timeout=150, process=False) -> subprocess.CompletedProcess:
     """The real CLI against the emulator. In this process by default (azure-ai-ml's import, 1.5 to 2 CPU-s,
     is paid once per worker, not once per command); process=True where a process of its own is the point
     (what it imports, signals, exit on a broken pipe)."""
