@@ -78,7 +78,7 @@ def emu_env(emu, tmp: Path, **extra) -> dict:
     return env
 
 
-def dtrain(*args, env, cwd, timeout=60, process=False) -> subprocess.CompletedProcess:
+def dtrain(*args, env, cwd, timeout=150, process=False) -> subprocess.CompletedProcess:
     """The real CLI against the emulator. In this process by default (azure-ai-ml's import, 1.5 to 2 CPU-s,
     is paid once per worker, not once per command); process=True where a process of its own is the point
     (what it imports, signals, exit on a broken pipe)."""
@@ -466,7 +466,8 @@ def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
     token_file.write_text(old)
     env = emu_env(emu, project, DTRAIN_ARM_TOKEN_FILE=token_file)
     env.pop("DTRAIN_ARM_TOKEN")
-    emu.script_job_statuses(["Queued", "Running", "Running", "Running", "Completed"], 0.5)
+    # one step per status read, not per half second: under load the job must not end before the token does
+    emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], None)
     proc = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", "job.yml", "--name", "tok", "--wait"],
                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30

@@ -156,7 +156,8 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
     assert polls1 >= 2 and len(searches) == polls1 and other == []   # one batched search per poll
     assert len(lookups) == 1                                       # the experiment's id, once per watch
     # once per watch: the workspace GET for its MLflow tracking URI; per poll: the same job listing as
-    # without the column (3 pages of 20), plus the one search
+    # without the column (3 pages of 20), plus the one search and the GPU column's one Azure Monitor query
+    # (tests/test_sysmetrics_azure.py)
     ws_gets = [q for q in with_metric if q.path == emu.workspace_arm_id and q.method == "GET"]
     assert len(ws_gets) == 1
 
@@ -165,7 +166,7 @@ def test_watch_50_jobs_metric_column_costs_one_search_per_poll(emu, tmp_path):
                     or "/mlflow/" in q.path and not q.path.endswith("/get-by-name")]) / polls
 
     assert per_poll(plain, polls0) == 3
-    assert per_poll(with_metric, polls1) == per_poll(plain, polls0) + 1
+    assert per_poll(with_metric, polls1) == per_poll(plain, polls0) + 2
     assert "loss" in r1.stdout and "samples/s" in r1.stdout and "1.0000" in r1.stdout and "549.0" in r1.stdout
 
 

@@ -600,6 +600,17 @@ class ChainView(Backend):
         return {alias.get(k, k): v for k, v in got.items()}
 
 
+    def sysmetrics(self, name: str):
+        return self.inner.sysmetrics(self.latest(name))
+
+    def latest_sysmetrics(self, jobs) -> dict:
+        """As latest_metrics: a chain's row shows its latest attempt's."""
+        alias = {(j.chain or {}).get("latest"): j.name for j in jobs if (j.chain or {}).get("latest")}
+        actual = [dataclasses.replace(j, name=(j.chain or {}).get("latest") or j.name) for j in jobs]
+        got = self.inner.latest_sysmetrics(actual)
+        return {alias.get(k, k): v for k, v in got.items()}
+
+
 def _chain_info(chain: str, policy: Policy, attempts: list, d: Decision, blocked: str | None) -> JobInfo:
     """The chain as one job: its latest attempt under the chain's name, Retrying between attempts, with
     every attempt and what comes next (JobInfo.chain)."""

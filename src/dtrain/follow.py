@@ -113,6 +113,7 @@ class Options:
     cap: float | None = None
     metrics: bool = False
     metrics_every: float = 2.0
+    sysmetrics: bool = False        # with metrics: each job's latest GPU utilization too (watch's column)
     initial: dict | None = None     # name -> JobInfo already read: shown first, read again after a poll interval
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
@@ -162,6 +163,10 @@ class _Loop:
             return
         self.metrics_at, self.metrics_fresh = now, True
         self.metrics.update(self.runner.latest_metrics(list(self.infos.values())))
+        if self.opts.sysmetrics:
+            from .sysmetrics import with_gpu_util
+
+            with_gpu_util(self.metrics, self.runner.latest_sysmetrics(list(self.infos.values())))
 
     def submit_room(self) -> Generator[Event, None, bool]:
         """Submit pending jobs while fewer than max_parallel are not yet ended; returns whether any was."""

@@ -391,6 +391,32 @@ class Runner:
             got.update({n: pts for n, pts in (latest or {}).items() if pts})
         return got
 
+    def sysmetrics(self, name: str, *, local: bool = False):
+        """How the job used its hardware (dtrain.sysmetrics.SysMetrics), None where its backend has none."""
+        return self._owner(name, local).sysmetrics(name)
+
+    def hw_findings(self, name: str, *, local: bool = False) -> List:
+        """What the job's system metrics say is wrong (hwfindings.Finding); [] when they cannot be read."""
+        from .errors import DtrainError
+        from .hwfindings import findings
+
+        try:
+            return findings(self.sysmetrics(name, local=local))
+        except (DtrainError, OSError):
+            return []
+
+    def latest_sysmetrics(self, infos) -> dict:
+        """name -> {"gpu_util": (ms, %)}: one batched read per backend (watch's GPU column)."""
+        from .errors import DtrainError
+
+        got: dict = {}
+        for b, jobs in self._by_backend(infos, lambda i: i.name):
+            try:
+                got.update(b.latest_sysmetrics(jobs) or {})
+            except (DtrainError, OSError):
+                continue
+        return got
+
     def follow_metrics(self, name: str, *, keys=None, local: bool = False,
                        interval: float = 2.0) -> Iterator[tuple]:
         """(new points, all points, JobInfo) after each poll of an incremental reader (a poll fetches

@@ -28,6 +28,7 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var("DTRAIN_HOME", "~/.dtrain", "local jobs, local datastores, chains, locks and the Azure job index"),
     Var("DTRAIN_LOCAL_PYTHON", None, "the interpreter a local job's `python` is (as submit --python)"),
     Var("DTRAIN_LOCAL_GRACE_S", 5.0, "seconds between SIGTERM and SIGKILL when a local job is stopped"),
+    Var("DTRAIN_LOCAL_SAMPLE_S", 5.0, "seconds between two samples of a local job's processes (dtrain top); 0: none"),
     Var("DTRAIN_RETRY_BACKOFF_S", 30.0, "a retry chain's wait before its second attempt, doubling after"),
     Var("DTRAIN_CODE_LIMIT_MB", 1024.0, "the largest code folder submit accepts, in MB"),
     Var("DTRAIN_ARM_ENDPOINT", None, "resource-manager endpoint (sovereign clouds, or an emulator)"),

@@ -41,7 +41,7 @@ class Watch:
         Ended when every job has ended; with once (or nothing to watch), the first reading alone."""
         initial = {i.name: i for i in self.first}
         opts = fl.Options(drive=False, read=self._read, first_poll=self.interval, cap=self.interval,
-                          metrics=bool(self.metric), metrics_every=0.0, initial=initial)
+                          metrics=bool(self.metric), metrics_every=0.0, sysmetrics=bool(self.metric), initial=initial)
         if once or not initial:
             opts.wait = False                 # shown once, then Ended
         return fl.follow(self.runner, list(initial), options=opts)

@@ -31,6 +31,7 @@ from .capacity import Capacity
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
+from .monitor import MonitorMetrics
 from .shapes import service_environment_properties, service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
 
@@ -242,6 +243,7 @@ class AzureMLEmulator:
         self.artifacts = ArtifactStore(self)   # workspaceartifactstore and where logs are listed (its modes)
         self.mlflow = MlflowTracking()   # the workspace's MLflow tracking API (mlflow.py): a run per job
         self.capacity = Capacity()       # usages (quota), retail prices (capacity.py)
+        self.monitor = MonitorMetrics()  # Azure Monitor's metrics of the workspace (monitor.py): per node and GPU
         self._default_script = StatusScript()
         self._job_scripts: Dict[str, StatusScript] = {}
         self._lock = threading.RLock()
@@ -620,6 +622,8 @@ class AzureMLEmulator:
         n = len(parts)
         if n == 0 and method == "GET":
             return _json(200, self._workspace())
+        if rest.strip("/").lower() == "providers/microsoft.insights/metrics" and method == "GET":
+            return self.monitor.dispatch(query, self.workspace_arm_id, LOCATION)
         kind = parts[0].lower() if parts else ""
         if kind == "jobs":
             if n == 1 and method == "GET":

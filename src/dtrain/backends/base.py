@@ -304,3 +304,13 @@ class Backend(ABC):
             if got:
                 out[j.name] = {k: pts[-1] for k, pts in got.items() if pts}
         return out
+
+    def sysmetrics(self, name: str):
+        """How the job used its hardware (dtrain.sysmetrics.SysMetrics: per node and device, over time);
+        None where the backend has none (the default)."""
+        return None
+
+    def latest_sysmetrics(self, jobs: List[JobInfo]) -> dict:
+        """name -> {"gpu_util": (timestamp ms, %)} for each job that has one, in one batched read for all
+        of them (watch's GPU column: at most one request per poll). Default: none."""
+        return {}

@@ -4,7 +4,7 @@ one error boundary."""
 from __future__ import annotations
 
 # In the order `dtrain --help` lists them.
-from . import spec_cmds, template_cmds, submit, cost, scale, jobs, listing, manage, download, clean, logs_metrics, wait_watch, why, config  # noqa: F401,I001  (register)
+from . import spec_cmds, template_cmds, submit, cost, scale, jobs, listing, manage, download, clean, logs_metrics, wait_watch, why, top, config  # noqa: F401,I001  (register)
 from .app import app
 from .boundary import main, run
 

@@ -123,7 +123,10 @@ def _ended(runner, p: _Printer, infos: list, output: str, submitted, wall_s: flo
         from ..metrics_view import final_line
         from ..progress import summary_line
 
+        from .top import print_findings
+
         err(summary_line(infos[0], wall_s))
+        print_findings(runner, infos[0])       # how the hardware was used (dtrain top); the metrics stay last
         last = final_line({k: [pt] for k, pt in (metrics or {}).items()})
         if last:
             err(f"{infos[0].name}: final metrics: {last}")

@@ -22,6 +22,7 @@ def table(infos, metric: str | None = None, latest: dict | None = None):
     if metric:
         t.add_column(metric, no_wrap=True, justify="right")
         t.add_column("samples/s", no_wrap=True, justify="right")
+        t.add_column("GPU %", no_wrap=True, justify="right")     # Azure Monitor / the local sampler
     t.add_column("last line", no_wrap=True, max_width=80)   # cut by cut_for_terminal, never inside an escape
     for i in infos:
         t.add_row(*row(i, metric, (latest or {}).get(i.name) or {}))
@@ -36,6 +37,7 @@ def row(i, metric: str | None, latest: dict) -> list:
     from ..chain import attempt_label
     from ..grid_view import duration
     from ..metrics_view import watch_cells
+    from ..sysmetrics import GPU_KEY
     from ..untrusted import cut_for_terminal, for_terminal, redact
 
     st = i.status + (" (timeout)" if i.timed_out else "")
@@ -45,6 +47,8 @@ def row(i, metric: str | None, latest: dict) -> list:
              Text(f"{i.nodes} x {i.processes_per_node}")]
     if metric:
         cells += [Text(for_terminal(c)) for c in watch_cells(latest, metric)]
+        gpu = latest.get(GPU_KEY)
+        cells.append(Text(f"{gpu.value:.1f}" if gpu else "-"))
     return cells + [Text(cut_for_terminal(redact((i.last_line or "").strip()), 80))]
 
 

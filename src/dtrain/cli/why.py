@@ -16,7 +16,8 @@ def why(
     target: str = typer.Argument(..., metavar="NAME|DIR", help="A job name, or a folder of logs (what `az ml job "
                                  "download` leaves: user_logs/std_log_process_N.txt; or a local job folder)."),
     output: str = typer.Option("text", "--output", "-o", help="text, or json: {\"job\", \"causes\": [{kind, "
-                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}."),
+                               "ranks, nodes, summary, evidence: [{file, line, text}], hint}]}, and for a job \"hardware\": "
+                               "the findings of `dtrain top`."),
     instance_type: str = typer.Option(None, "--instance-type", metavar="SIZE", help="With a folder: the VM size "
                                       "the job ran on (says whether NCCL on TCP sockets is a slowdown: sizes "
                                       "with InfiniBand)."),
@@ -40,21 +41,34 @@ def why(
             raise UsageError(f"no rank logs under {target}",
                              hint="expected user_logs/std_log_process_N.txt files (or a local job folder)")
         causes = diagnose(logs, job=JobFacts(instance_type=instance_type))
-    elif "/" in target:
+        show(target, causes, output)
+        return
+    if "/" in target:
         raise UsageError(f"no folder {target}", hint="give a job name or a folder of logs")
-    else:
-        if instance_type:
-            raise UsageError("--instance-type only applies to a folder of logs", hint="a job's own VM size is used")
-        causes = runner(workspace(subscription, resource_group, workspace_, local)).why(target, local=local)
-    show(target, causes, output)
+    if instance_type:
+        raise UsageError("--instance-type only applies to a folder of logs", hint="a job's own VM size is used")
+    r = runner(workspace(subscription, resource_group, workspace_, local))
+    show(target, r.why(target, local=local), output, _hardware(r, target, local, output))
 
 
-def show(job: str, causes: list, output: str) -> None:
+def _hardware(r, name: str, local: bool, output: str) -> list:
+    """What the job's system metrics say (cli/top.py): text lines, or the findings for json."""
+    from .top import hardware_lines
+
+    if output == "json":
+        return [f.to_dict() for f in r.hw_findings(name, local=local)]
+    return hardware_lines(r, r.status(name, local=local))
+
+
+def show(job: str, causes: list, output: str, hardware: list | None = None) -> None:
     from ..output import out, out_json, paint, shown
 
     if output == "json":
-        out_json({"job": job, "causes": [c.to_dict() for c in causes]})
+        doc = {"job": job, "causes": [c.to_dict() for c in causes]}
+        out_json(doc if hardware is None else {**doc, "hardware": hardware})   # a job's, not a folder's
         return
+    for line in hardware or []:                       # how the hardware was used (dtrain top), first
+        out(shown(("" if line.startswith(" ") else "hardware: ") + line))
     if not causes:
         out(f"{job}: no cause found in the logs")
         return

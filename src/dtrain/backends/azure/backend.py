@@ -10,6 +10,7 @@ the name up before trying again, so a job is never created twice.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from datetime import datetime, timezone
@@ -193,6 +194,8 @@ class AzureBackend(Backend):
         self._experiment_ids: dict[str, str | None] = {}
         self._search_state: dict = {}
         self._capacity = None                          # capacity.Reader: compute and quota reads, cached
+        self._monitor_rest = None                      # Azure Monitor's metrics API (system metrics)
+        self._vm_sizes: dict = {}                      # compute name -> its VM size (top redraws)
 
     # --- configuration -------------------------------------------------------------------------
     def workspace(self, *, submitting: bool = False):
@@ -533,12 +536,12 @@ class AzureBackend(Backend):
                                            backoff=settings().number(ENV_RETRY_BACKOFF))
         return self._mlflow_rest
 
-    def _mlflow_call(self, what: str, fn, job: str | None = None):
-        """fn() with dtrain's retries over azure-core's; MLflow's errors as dtrain's."""
+    def _mlflow_call(self, what: str, fn, job: str | None = None, command: str = "metrics"):
+        """fn() with dtrain's retries over azure-core's; MLflow's (and Azure Monitor's) errors as dtrain's."""
         from .mlflow_rest import MlflowError
 
         def unreadable(reason: str):         # the metrics are unreadable now; nothing is known of the job
-            return LostTrack(f"{reason}", hint="the job itself is not affected; `dtrain metrics "
+            return LostTrack(f"{reason}", hint=f"the job itself is not affected; `dtrain {command} "
                              + (job or "NAME") + "` reads them again")
 
         try:
@@ -579,6 +582,42 @@ class AzureBackend(Backend):
                 ids.append(self._experiment_ids[exp])
         return self._mlflow_call("read the jobs' latest metrics",
                                  lambda: latest_by_run(rest, [j.name for j in jobs], ids, self._search_state))
+
+    # --- system metrics (monitor.py) ------------------------------------------------------------
+    def _monitor(self):
+        if self._monitor_rest is None:
+            from .client import ENV_RETRY_BACKOFF, ENV_RETRY_TOTAL
+            from .monitor import MonitorRest, workspace_id
+
+            self.ml                                    # the credential, as for every other call
+            self._monitor_rest = MonitorRest(self.endpoint.url, workspace_id(self.workspace()), self._credential,
+                                             self.endpoint.url.rstrip("/") + "/.default",
+                                             retry_total=int(settings().number(ENV_RETRY_TOTAL)),
+                                             backoff=settings().number(ENV_RETRY_BACKOFF))
+        return self._monitor_rest
+
+    def sysmetrics(self, name: str):
+        from .monitor import compute_name, job_sysmetrics
+
+        info = self.status(name)
+        compute = compute_name(self._get_raw(name))
+        if compute and compute not in self._vm_sizes:
+            ml = self.ml
+            self._vm_sizes[compute] = None
+            with contextlib.suppress(Exception):      # a compute since deleted: no size, no IB finding
+                self._vm_sizes[compute] = self._retrying("read the job's compute",
+                                                         lambda: ml.compute.get(compute).size, job=name)
+        return self._mlflow_call("read the job's system metrics", command="top", job=name,
+                                 fn=lambda: job_sysmetrics(self._monitor(), info, self._vm_sizes.get(compute)))
+
+    def latest_sysmetrics(self, jobs) -> dict:
+        """One Azure Monitor request for the GPU utilization of every job shown (watch)."""
+        from .monitor import latest_gpu_util
+
+        rest = self._monitor()
+        got = self._mlflow_call("read the jobs' GPU utilization", lambda: latest_gpu_util(rest, [j.name for j in jobs]),
+                                command="top")
+        return {n: {"gpu_util": tv} for n, tv in got.items()}
 
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:

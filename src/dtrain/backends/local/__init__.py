@@ -352,6 +352,20 @@ class LocalBackend(Backend):
         return {j.name: mlflowstore.latest(jobs_root(self.home) / j.name, j.name, on_skip=self._note)
                 for j in jobs if valid_name(j.name)}
 
+    def sysmetrics(self, name: str):
+        """What the job's supervisor sampled (sysmetrics.py): CPU and memory per rank, GPUs where any."""
+        from . import sysmetrics
+
+        info = self.status(name)
+        return sysmetrics.read(self._dir(name), name, nodes=info.nodes)
+
+    def latest_sysmetrics(self, jobs) -> dict:
+        """The tail of each job's samples file: local files, no request."""
+        from . import sysmetrics
+
+        got = {j.name: sysmetrics.latest_gpus(self._dir(j.name)) for j in jobs if valid_name(j.name)}
+        return {n: {"gpu_util": tv} for n, tv in got.items() if tv}
+
     # --- cancel ----------------------------------------------------------------------------------
     def cancel(self, name: str) -> JobInfo:
         try:

@@ -25,6 +25,7 @@ from . import env as _env
 from . import eviction
 from .. import failure as _failure
 from . import procs
+from . import sysmetrics as _sysmetrics
 from ...settings import Settings
 from ...status import TERMINAL
 from .plan import LocalPlan
@@ -115,7 +116,12 @@ class Supervisor:
             self.stop_all(0)
             self.finish("Failed", {"message": f"could not start the job's processes: {exc}"})
             return 1
-        return self.wait()
+        sampler = _sysmetrics.start(self.job_dir, self.records)   # after every Popen: no fork from a thread
+        try:
+            return self.wait()
+        finally:
+            if sampler is not None:
+                sampler.stop()
 
     def start_processes(self):
         plan = self.plan
