@@ -223,12 +223,12 @@ def test_submit_wait_exit_codes_and_every_line_once(emu, project):
 
     def run(name):
         extra = ["--set", "limits.timeout=1"] if name == "timeout" else []
-        return name, dtrain("submit", "job.yml", "--name", name, "--wait", *extra, env=env, cwd=project, timeout=90)
+        return name, dtrain("submit", "job.yml", "--name", name, "--wait", *extra, env=env, cwd=project, timeout=150)
 
     # the failing job's rank 1 prints a traceback before the end
     def traceback_writer():
         # bounded: if the job never arrives (a refused PUT), the pool below must still be able to exit
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 150   # five SDK processes at once: a minute and more under load
         # as soon as the job exists: its Running window is 0.8 s, which a starved thread on a loaded
         # machine could miss (seen once); the log is read from its start whenever it is appended
         while "failed" not in emu.jobs:
@@ -470,9 +470,10 @@ def test_expired_token_is_refreshed_from_the_token_file(emu, project, tmp_path):
     emu.script_job_statuses(["Queued"] + ["Running"] * 8 + ["Completed"], None)
     proc = subprocess.Popen([sys.executable, "-m", "dtrain", "submit", "job.yml", "--name", "tok", "--wait"],
                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
+    deadline = time.time() + 150     # the process must hold the old token before it is revoked, however slow
     while not emu.requests_to(r"/runs/tok/details$", "GET") and time.time() < deadline:
         time.sleep(0.01)
+    assert emu.requests_to(r"/runs/tok/details$", "GET"), "dtrain never read the run's details"
     # mid-job: the runner refreshes the token file, then the old token is revoked; the clients holding
     # it get a 401 claims challenge and the credential reads the file again
     token_file.write_text(new)

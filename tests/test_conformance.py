@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CONFORMANCE, run_cli
+from conftest import CONFORMANCE, cli_in_process as run_cli  # main() in process: 100 commands
 from sdk_reference import sdk_job_document
 
 
