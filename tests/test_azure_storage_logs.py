@@ -95,6 +95,21 @@ def test_storage_refusing_key_access_is_a_clear_usage_error(monkeypatch, project
 
 @pytest.mark.slow
 @pytest.mark.sdk
+def test_submit_wait_under_refused_storage_says_so_once_and_follows_the_status(monkeypatch, project, capsys):  # noqa: F811
+    """The job was submitted: exit 2 ("nothing submitted") would be a lie. The reason is said once, as a
+    warning, and the wait ends with the job's own outcome."""
+    with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as emu:
+        emu.artifacts.mode = "refused"
+        emu.script_job_statuses(["Queued", "Running", "Running", "Completed"], None, job="locked")
+        _in_process(monkeypatch, emu, project)
+        code, out, err = run_main(capsys, "submit", "job.yml", "--name", "locked", "--wait")
+        assert code == 0, err
+        assert err.count("KeyBasedAuthenticationNotPermitted") == 1 and "following its status without logs" in err
+        assert "Completed" in err and emu.job_status("locked") == "Completed"
+
+
+@pytest.mark.slow
+@pytest.mark.sdk
 def test_the_failure_summary_reads_the_datastore_logs(monkeypatch, project, capsys):  # noqa: F811
     with AzureMLEmulator(lro_retry_after=0.2, cancel_seconds=0.2) as emu:
         emu.artifacts.mode, emu.artifacts.key_secrets = "datastore", True     # signed here with the key

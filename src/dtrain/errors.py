@@ -19,6 +19,11 @@ class UsageError(DtrainError):
     """Bad command-line input: exit 2."""
 
 
+class LogsUnavailable(UsageError):
+    """A job's logs cannot be read where they are kept (storage refuses the listing): `logs` exits 2; a
+    follower (submit --wait, wait) says so once and goes on following the job's status."""
+
+
 class SpecError(DtrainError):
     """A spec that cannot be loaded or is invalid. Carries every diagnostic found, not only the first."""
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Union
 
 from .backends.backoff import Backoff
 from .backends.base import JobInfo, LogLine
-from .errors import BackendError
+from .errors import BackendError, LogsUnavailable
 from .status import JobStatus
 
 if TYPE_CHECKING:
@@ -74,6 +74,13 @@ class LogReceived:
 
 
 @dataclass(frozen=True)
+class NoLogs:
+    """The job's logs cannot be read (errors.LogsUnavailable): said once, then its status is followed."""
+    job: str
+    error: LogsUnavailable
+
+
+@dataclass(frozen=True)
 class Quiet:
     """No log line for a tick (about a second): a progress display redraws its clock."""
     job: str
@@ -87,7 +94,7 @@ class Ended:
     metrics: dict = field(default_factory=dict)
 
 
-Event = Union[Submitted, Retrying, StatusChanged, Polled, LogReceived, Quiet, Ended]
+Event = Union[Submitted, Retrying, StatusChanged, Polled, LogReceived, NoLogs, Quiet, Ended]
 
 
 @dataclass
@@ -261,6 +268,9 @@ def stream(runner: "Runner", name: str, timeout: float | None = None, rank: int 
     polled = time.monotonic()
     started = False
     for item in lines:
+        if isinstance(item, LogsUnavailable):   # the job runs on: its status is followed below
+            yield NoLogs(name, item)
+            break
         if deadline is not None and time.monotonic() >= deadline:
             raise WaitTimeout({name: runner.status(name)})
         if item is not None:
@@ -285,7 +295,8 @@ def stream(runner: "Runner", name: str, timeout: float | None = None, rank: int 
     yield Ended({name: info})
 
 
-def _pump(runner: "Runner", name: str, rank: int | None, tick_s: float = 1.0) -> Iterator[LogLine | None]:
+def _pump(runner: "Runner", name: str, rank: int | None,
+          tick_s: float = 1.0) -> Iterator[LogLine | LogsUnavailable | None]:
     """The job's log lines as they come, and None after each tick without one."""
     q: queue.Queue = queue.Queue(maxsize=1_000)
     done = object()
@@ -307,6 +318,9 @@ def _pump(runner: "Runner", name: str, rank: int | None, tick_s: float = 1.0) ->
             yield None
             continue
         if item is done:
+            return
+        if isinstance(item, LogsUnavailable):
+            yield item
             return
         if isinstance(item, BaseException):
             raise item

@@ -150,6 +150,12 @@ def error(message: str, hint: str | None = None) -> None:
         err(f"  {paint('hint', _COLORS['hint'])}: {shown(hint)}")
 
 
+def warning(message: str, hint: str | None = None) -> None:
+    err(f"{paint('warning', _COLORS['warning'])}: {shown(message)}")
+    if hint:
+        err(f"  {paint('hint', _COLORS['hint'])}: {shown(hint)}")
+
+
 def note(message: str) -> None:
     err(f"{paint('note', _COLORS['note'])}: {shown(message)}")
 

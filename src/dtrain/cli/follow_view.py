@@ -37,6 +37,10 @@ class _Printer:
             self.progress.tick()
         elif isinstance(ev, fl.LogReceived):
             self.log(ev)
+        elif isinstance(ev, fl.NoLogs):
+            from ..output import warning
+
+            warning(f"{ev.error.message}; following its status without logs", ev.error.hint)
         return None
 
     def status(self, info) -> None:

@@ -132,11 +132,11 @@ def list_logs(folder: DatastoreFolder) -> dict[str, str]:
 def refused(exc: StorageRefused, job: str):
     """What to say when the datastore refuses the listing and logFiles holds no user logs: a usage error (exit
     2 for `logs`), never an empty follow."""
-    from ...errors import UsageError
+    from ...errors import LogsUnavailable
 
     why = ("shared-key access is turned off on the account" if exc.code == "KeyBasedAuthenticationNotPermitted"
            else "the account refused the request")
-    return UsageError(
+    return LogsUnavailable(
         f"cannot read the logs of job '{job}': the run details list no user logs, and storage account "
         f"'{exc.account}' of datastore '{exc.datastore}' refused to list them ({exc.code or 'HTTP 403'}: {why})",
         hint=f"ask an owner of storage account '{exc.account}' to allow shared-key access (allowSharedKeyAccess), "
