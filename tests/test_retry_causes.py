@@ -68,6 +68,21 @@ def test_an_infrastructure_attempt_is_retried_whatever_the_causes_and_a_cause_is
     assert "dtrain.cause" not in fake_backend.jobs["p-r1"].tags        # a completed attempt has no cause
 
 
+@pytest.mark.parametrize("retry_on", ["infrastructure", "failed"])
+def test_the_last_attempt_of_a_chain_records_its_cause_too(fake_backend, spec, capsys, retry_on):
+    """Not only the attempts a follower moves past: the attempt a chain ends with (not retried, or its last)."""
+    fake_backend.scripts["z"] = ["Queued", "Running", "Failed"]
+    fake_backend.lines["z"] = MISSING
+    fake_backend.scripts["z-r1"] = ["Queued", "Running", "Failed"]
+    fake_backend.lines["z-r1"] = MISSING
+    code, _, err = run_main(capsys, "submit", spec, "--local", "--name", "z", "--retries", "1",
+                            "--retry-on", retry_on, "--wait", "-q")
+    assert code == 1, err
+    last = fake_backend.submitted[-1]
+    assert fake_backend.submitted == (["z"] if retry_on == "infrastructure" else ["z", "z-r1"])
+    assert fake_backend.jobs[last].tags["dtrain.cause"] == "missing_module"
+
+
 def test_a_failed_attempt_with_no_cause_found_is_tagged_none_and_not_retried_by_cause(fake_backend, spec, capsys):
     _chain(fake_backend, "n", ["step 1 loss 0.5"])
     code, _, err = run_main(capsys, "submit", spec, "--local", "--name", "n", "--retries", "1",

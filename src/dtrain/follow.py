@@ -151,7 +151,7 @@ class _Loop:
         if not active:
             return
         for name, info in self.read(active).items():
-            if self.opts.drive and info.status == JobStatus.RETRYING:
+            if self.opts.drive and (info.status == JobStatus.RETRYING or _chain_ended_badly(info)):
                 info = self.runner.advance(name)      # decide, then submit the next attempt when due
             changed = name not in self.infos or (self.infos[name].status, self.infos[name].waiting) != (
                 info.status, info.waiting)                # a new reason why it waits is news too
@@ -292,7 +292,16 @@ def stream(runner: "Runner", name: str, timeout: float | None = None, rank: int 
     if not info.terminal:  # logs ended early (e.g. no logs at all): keep waiting on status
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         info = wait_all(runner, [name], remaining)[name]
+    elif _chain_ended_badly(info):
+        info = runner.advance(name)
     yield Ended({name: info})
+
+
+def _chain_ended_badly(info: JobInfo) -> bool:
+    """A retry chain whose last attempt ended other than Completed: the follower's last step for it records
+    that attempt's cause (retry_causes.py) as it does for the attempts it retried; once, as an ended job is
+    not read again."""
+    return bool(info.chain) and info.terminal and info.status != JobStatus.COMPLETED
 
 
 def _pump(runner: "Runner", name: str, rank: int | None,
