@@ -61,23 +61,30 @@ def _point(m: dict) -> MetricPoint:
     return MetricPoint(step=int(m.get("step") or 0), value=float(m["value"]), timestamp=int(m.get("timestamp") or 0))
 
 
+def rest_pipeline(base: str, credential, scope: str, *, retry_total: int, backoff: float, transport=None):
+    """An azure-core pipeline for dtrain's own REST calls (MLflow, Azure Monitor): the backend's credential,
+    azure-core's retries, and plain http only to a loopback endpoint (client.py)."""
+    from azure.core import PipelineClient
+    from azure.core.pipeline.policies import (BearerTokenCredentialPolicy, ContentDecodePolicy, RetryPolicy,
+                                              UserAgentPolicy)
+
+    from .client import _loopback_policy_class
+
+    policies = [_loopback_policy_class()(), UserAgentPolicy(user_agent="dtrain"),
+                RetryPolicy(retry_total=retry_total, retry_backoff_factor=backoff, retry_backoff_max=30),
+                BearerTokenCredentialPolicy(credential, scope), ContentDecodePolicy()]
+    kwargs = {"transport": transport} if transport is not None else {}
+    return PipelineClient(base_url=base, policies=policies, **kwargs)
+
+
 class MlflowRest:
     """The few MLflow REST calls dtrain makes, on an azure-core pipeline with the backend's credential."""
 
     def __init__(self, base: str, credential, scope: str, *, retry_total: int = 5, backoff: float = 0.8,
                  transport=None):
-        from azure.core import PipelineClient
-        from azure.core.pipeline.policies import (BearerTokenCredentialPolicy, ContentDecodePolicy, RetryPolicy,
-                                                  UserAgentPolicy)
-
-        from .client import _loopback_policy_class
-
         self.base = base
-        policies = [_loopback_policy_class()(), UserAgentPolicy(user_agent="dtrain"),
-                    RetryPolicy(retry_total=retry_total, retry_backoff_factor=backoff, retry_backoff_max=30),
-                    BearerTokenCredentialPolicy(credential, scope), ContentDecodePolicy()]
-        kwargs = {"transport": transport} if transport is not None else {}
-        self._client = PipelineClient(base_url=base, policies=policies, **kwargs)
+        self._client = rest_pipeline(base, credential, scope, retry_total=retry_total, backoff=backoff,
+                                     transport=transport)
         self.requests = 0
 
     def _call(self, method: str, op: str, params: dict | None = None, body: dict | None = None) -> dict:

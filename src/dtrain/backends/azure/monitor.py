@@ -88,18 +88,11 @@ class MonitorRest:
 
     def __init__(self, arm: str, resource_id: str, credential, scope: str, *, retry_total: int = 5,
                  backoff: float = 0.8, transport=None):
-        from azure.core import PipelineClient
-        from azure.core.pipeline.policies import (BearerTokenCredentialPolicy, ContentDecodePolicy, RetryPolicy,
-                                                  UserAgentPolicy)
-
-        from .client import _loopback_policy_class
+        from .mlflow_rest import rest_pipeline
 
         self.url = arm.rstrip("/") + "/" + resource_id.strip("/") + "/providers/Microsoft.Insights/metrics"
-        policies = [_loopback_policy_class()(), UserAgentPolicy(user_agent="dtrain"),
-                    RetryPolicy(retry_total=retry_total, retry_backoff_factor=backoff, retry_backoff_max=30),
-                    BearerTokenCredentialPolicy(credential, scope), ContentDecodePolicy()]
-        kwargs = {"transport": transport} if transport is not None else {}
-        self._client = PipelineClient(base_url=arm, policies=policies, **kwargs)
+        self._client = rest_pipeline(arm, credential, scope, retry_total=retry_total, backoff=backoff,
+                                     transport=transport)
         self.requests = 0
 
     def query(self, names, filter_: str, span: str, interval: str, aggregation: str = "average,total") -> dict:

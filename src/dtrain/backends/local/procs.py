@@ -62,7 +62,8 @@ def child_preexec(parent_pid: int, deathsig: int = signal.SIGKILL):
     return _pre
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields from the third on (state, ppid, ...), None when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode("ascii", "replace")
@@ -74,7 +75,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def start_time(pid: int) -> int | None:
-    f = _stat_fields(pid)
+    f = stat_fields(pid)
     return int(f[19]) if f and len(f) > 19 else None
 
 
@@ -82,7 +83,7 @@ def is_alive(pid: int | None, started: int | None = None) -> bool:
     """True when pid runs (not a zombie) and, when given, started at the recorded time (pid not reused)."""
     if not pid:
         return False
-    f = _stat_fields(pid)
+    f = stat_fields(pid)
     if not f:
         return False
     if f[0] in ("Z", "X"):
@@ -93,7 +94,7 @@ def is_alive(pid: int | None, started: int | None = None) -> bool:
 
 
 def pgid_of(pid: int) -> int | None:
-    f = _stat_fields(pid)
+    f = stat_fields(pid)
     return int(f[2]) if f and len(f) > 2 else None
 
 
@@ -125,7 +126,7 @@ def descendants(root: int, token: str | None = None) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        f = _stat_fields(int(entry))
+        f = stat_fields(int(entry))
         if f and len(f) > 1 and f[0] not in ("Z", "X"):
             children.setdefault(int(f[1]), []).append(int(entry))
     out, todo = [], list(children.get(root, ()))
@@ -181,7 +182,7 @@ def session_pids(sessions: dict[int, int | None]) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != me:
-            f = _stat_fields(int(entry))
+            f = stat_fields(int(entry))
             if f and len(f) > 3 and f[0] not in ("Z", "X") and int(f[3]) in valid:
                 out.append(int(entry))
     return out
@@ -198,7 +199,7 @@ def job_pids(token: str, exclude: set[int] | None = None) -> list[int]:
         pid = int(entry)
         if pid == me or (exclude and pid in exclude):
             continue
-        f = _stat_fields(pid)
+        f = stat_fields(pid)
         if not f or f[0] in ("Z", "X"):
             continue
         if _environ_has(pid, needle):

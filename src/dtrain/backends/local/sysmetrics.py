@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ...sysmetrics import Series, SysMetrics
 from ...settings import current as settings
+from .procs import stat_fields
 
 FILE = "sysmetrics.jsonl"
 ENV_INTERVAL = "DTRAIN_LOCAL_SAMPLE_S"
@@ -56,13 +57,8 @@ def tree(pid: int, limit: int = 256) -> list:
 
 def _stat(pid: int) -> tuple | None:
     """(CPU ticks used, resident bytes) of one process, None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = raw[raw.rfind(")") + 2:].split()
-    if len(rest) < 22 or rest[0] in ("Z", "X"):
+    rest = stat_fields(pid)
+    if rest is None or len(rest) < 22 or rest[0] in ("Z", "X"):
         return None
     return int(rest[11]) + int(rest[12]), int(rest[21]) * _PAGE
 
