@@ -77,6 +77,15 @@ def rest_pipeline(base: str, credential, scope: str, *, retry_total: int, backof
     return PipelineClient(base_url=base, policies=policies, **kwargs)
 
 
+def response_json(resp) -> dict:
+    """The answer's JSON object; {} for an empty or unparsable body (an error then says what it can)."""
+    try:
+        data = resp.json() if resp.content else {}
+    except (ValueError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class MlflowRest:
     """The few MLflow REST calls dtrain makes, on an azure-core pipeline with the backend's credential."""
 
@@ -93,10 +102,7 @@ class MlflowRest:
         req = HttpRequest(method, self.base + API + op, params=params, json=body)
         self.requests += 1
         resp = self._client.send_request(req)
-        try:
-            data = resp.json() if resp.content else {}
-        except (ValueError, json.JSONDecodeError):
-            data = {}
+        data = response_json(resp)
         if resp.status_code >= 400:
             err = data.get("error") if isinstance(data.get("error"), dict) else data
             raise MlflowError(resp.status_code, str(err.get("error_code") or err.get("code") or "Error"),

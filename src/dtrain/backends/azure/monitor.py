@@ -22,7 +22,6 @@ CpuUtilization, with runId, NodeId and DeviceId. There is no SDK call for them (
 """
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 
 from ...sysmetrics import Series, merge, parse_time
@@ -98,15 +97,14 @@ class MonitorRest:
     def query(self, names, filter_: str, span: str, interval: str, aggregation: str = "average,total") -> dict:
         from azure.core.rest import HttpRequest
 
+        from .mlflow_rest import response_json
+
         params = {"api-version": API_VERSION, "metricnames": ",".join(names), "metricnamespace": NAMESPACE,
                   "$filter": filter_, "timespan": span, "interval": interval, "aggregation": aggregation,
                   "top": str(TOP), "ValidateDimensions": "false", "AutoAdjustTimegrain": "true"}
         self.requests += 1
         resp = self._client.send_request(HttpRequest("GET", self.url, params=params))
-        try:
-            data = resp.json() if resp.content else {}
-        except (ValueError, json.JSONDecodeError):
-            data = {}
+        data = response_json(resp)
         if resp.status_code >= 400:
             err = data.get("error") if isinstance(data.get("error"), dict) else data
             code, message = str(err.get("code") or "Error"), str(err.get("message") or resp.reason)
