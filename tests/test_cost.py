@@ -234,3 +234,12 @@ def test_a_grid_shows_its_total_cost_and_each_combinations(spec, fake_backend, c
     assert [j["cost"]["total"] for j in json.loads(out)] == [32.77, 32.77]
     code, out, err = run_main(capsys, "status", "g")
     assert "cost: $65.54 in total for 2 ended jobs" in err
+
+
+def test_an_unknown_price_is_one_short_line_at_the_end_of_a_job():
+    """The end of every job on a VM size without a price (the Quickstart's ND96isr H100 v5) says so in one
+    line and points at `dtrain cost`, which says why; it does not paste the catalog's reasons."""
+    from dtrain.cost import cost_text
+
+    text = cost_text({"price": None, "notes": ["the shipped snapshot has no price for X: " + "why " * 40]})
+    assert text.startswith("unknown: ") and "dtrain cost" in text and "why why" not in text and len(text) < 110

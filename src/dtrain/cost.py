@@ -164,7 +164,8 @@ def cost_text(c: dict) -> str:
     """ "$12.34 (2 nodes x 0.0628 h at $98.32/h, Azure Retail Prices API 2026-11-25, 0 days old)" """
     price = c.get("price")
     if price is None:
-        return "cost unknown (" + "; ".join(c.get("notes") or ["no price"]) + ")"
+        # one short line at the end of every job; the whole reason is `dtrain cost`'s (and -o json's)
+        return "unknown: no price for this VM size in this region (`dtrain cost SPEC` says why: docs/capacity.md)"
     age = price.get("age_days", 0)
     src = f"{price['source']}, {price['as_of']}, {age} day{'s' if age != 1 else ''} old"
     mark = " if run on Azure ML (local run)" if c.get("local") else ""
