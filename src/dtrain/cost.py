@@ -165,7 +165,7 @@ def cost_text(c: dict) -> str:
     price = c.get("price")
     if price is None:
         # one short line at the end of every job; the whole reason is `dtrain cost`'s (and -o json's)
-        return "unknown: no price for this VM size in this region (`dtrain cost SPEC` says why: docs/capacity.md)"
+        return "unknown: no price for this VM size in this region (the reason: `dtrain cost SPEC`; docs/capacity.md)"
     age = price.get("age_days", 0)
     src = f"{price['source']}, {price['as_of']}, {age} day{'s' if age != 1 else ''} old"
     mark = " if run on Azure ML (local run)" if c.get("local") else ""
