@@ -380,15 +380,20 @@ class Runner:
     def latest_metrics(self, infos) -> dict:
         """name -> key -> the latest point of each metric of each job, one batched read per backend; a
         backend that cannot read them now gives none (a metric column is not worth failing a follow for)."""
+        return self._batched(infos, lambda b, jobs: b.latest_metrics(jobs))
+
+    def _batched(self, infos, read) -> dict:
+        """name -> what read(backend, its jobs) gives for it, one call per backend; a backend that cannot read
+        now gives nothing (a column in a live table is not worth failing a follow for), nor does an empty value."""
         from .errors import DtrainError
 
         got: dict = {}
         for b, jobs in self._by_backend(infos, lambda i: i.name):
             try:
-                latest = b.latest_metrics(jobs)
+                latest = read(b, jobs)
             except (DtrainError, OSError):
                 continue
-            got.update({n: pts for n, pts in (latest or {}).items() if pts})
+            got.update({n: v for n, v in (latest or {}).items() if v})
         return got
 
     def sysmetrics(self, name: str, *, local: bool = False):
@@ -407,15 +412,7 @@ class Runner:
 
     def latest_sysmetrics(self, infos) -> dict:
         """name -> {"gpu_util": (ms, %)}: one batched read per backend (watch's GPU column)."""
-        from .errors import DtrainError
-
-        got: dict = {}
-        for b, jobs in self._by_backend(infos, lambda i: i.name):
-            try:
-                got.update(b.latest_sysmetrics(jobs) or {})
-            except (DtrainError, OSError):
-                continue
-        return got
+        return self._batched(infos, lambda b, jobs: b.latest_sysmetrics(jobs))
 
     def follow_metrics(self, name: str, *, keys=None, local: bool = False,
                        interval: float = 2.0) -> Iterator[tuple]:
