@@ -48,17 +48,37 @@ def test_snapshot_names_its_source_and_agrees_with_the_vm_size_table():
     for r in rows:
         assert lookup(r["vm_size"]) is not None and lookup(r["vm_size"]).name == r["vm_size"], r
         assert float(r["price_per_hour"]) > 0, r
-    # the catalog says 12 GPUs for ND96isr_H100_v5 (dtrain's table: 8) and 0.0 in one region: dropped
-    assert not [r for r in rows if r["vm_size"] == "Standard_ND96isr_H100_v5"]
-    assert any("ND96isr_H100_v5" in d for d in src["dropped"])
+    # the catalog says 12 GPUs for ND96isr_H100_v5 (dtrain's table: 8): the GPU count is corrected, never
+    # used; its prices stay, but westus2's 0.0 (SkyPilot's fill for a missing price) is dropped
+    h100 = {r["region"]: r for r in rows if r["vm_size"] == "Standard_ND96isr_H100_v5"}
+    assert sorted(h100) == ["eastus", "eastus2", "westus"] and h100["eastus"]["price_per_hour"] == "98.32"
+    assert any(c.startswith("Standard_ND96isr_H100_v5 ") and "12" in c for c in src["corrected"])
+    assert any(d.startswith("Standard_ND96isr_H100_v5 westus2:") for d in src["dropped"])
+    # a spot figure that is no discount (the H100 rows repeat their price there) is no spot price
+    assert all(not r["spot_price_per_hour"] or float(r["spot_price_per_hour"]) < float(r["price_per_hour"])
+               for r in rows) and h100["eastus"]["spot_price_per_hour"] == ""
 
 
 def test_offline_price_comes_from_the_snapshot_with_its_date():
     found = prices.find(A100.lower(), "eastus")
     assert found.price.per_hour == 32.77 and found.price.vm_size == A100
     assert "SkyPilot catalog a7fff17" in found.price.source and found.price.as_of == prices.snapshot_source()["retrieved"]
-    none = prices.find("Standard_ND96isr_H100_v5", "eastus")
-    assert none.price is None and "12 GPUs" in none.notes[0]
+    h100 = prices.find("Standard_ND96isr_H100_v5", "eastus")
+    assert h100.price.per_hour == 98.32 and h100.notes == []
+    none = prices.find("Standard_ND96isr_H100_v5", "westus2")
+    assert none.price is None and "Price is 0.0" in none.notes[0]
+    low = prices.find("Standard_ND96isr_H100_v5", "eastus", "low_priority")
+    assert low.price is None and "no low priority price" in low.notes[0]
+
+
+def test_cost_of_the_template_offline_prints_the_snapshots_price_and_when_it_was_copied(capsys):
+    code, out, err = run_main(capsys, "cost", TEMPLATE, "--hours", "1")
+    assert code == 0, err
+    assert out.startswith("2 x Standard_ND96isr_H100_v5 x 1 h (--hours) in eastus at $98.32/h per node "
+                          "(snapshot: SkyPilot catalog a7fff17, copied 2026-11-25, ")
+    assert out.rstrip().endswith("= $196.64")
+    job = json.loads(run_main(capsys, "cost", TEMPLATE, "--hours", "1", "-o", "json")[1])["jobs"][0]
+    assert (job["total"], job["price"]["as_of"]) == (196.64, "2026-11-25")
 
 
 # --- the Retail Prices API, against the emulator's pages ----------------------------------------------
@@ -147,7 +167,7 @@ def test_max_cost_below_the_estimate_submits_nothing(spec, fake_backend, capsys)
 
 def test_max_cost_without_a_known_price_refuses(spec, fake_backend, capsys):
     code, _, err = run_main(capsys, "submit", spec, "--set", "compute=local", "--set", "limits.timeout=60",
-                            "--set", "resources.instance_type=Standard_ND96isr_H100_v5", "--max-cost", "1000")
+                            "--set", "resources.instance_type=Standard_ND96isr_H200_v5", "--max-cost", "1000")
     assert code == 2 and "not known" in err and "dtrain cost" in err and fake_backend.jobs == {}
 
 
@@ -237,7 +257,7 @@ def test_a_grid_shows_its_total_cost_and_each_combinations(spec, fake_backend, c
 
 
 def test_an_unknown_price_is_one_short_line_at_the_end_of_a_job():
-    """The end of every job on a VM size without a price (the Quickstart's ND96isr H100 v5) says so in one
+    """The end of every job on a VM size without a price (ND96isr H200 v5, for one) says so in one
     line and points at `dtrain cost`, which says why; it does not paste the catalog's reasons."""
     from dtrain.cost import cost_text
 

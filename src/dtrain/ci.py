@@ -109,6 +109,7 @@ def attempts_markdown(infos) -> list[str]:
 def cost_markdown(infos) -> list[str]:
     """What each ended job cost (a chain: per attempt), and the total (cost.py: run time x nodes x price)."""
     from .cost import job_cost
+    from .prices import when
 
     rows, totals = ["| job | cost (USD) | price | source |", "|---|---|---|---|"], []
     for i in infos:
@@ -116,7 +117,8 @@ def cost_markdown(infos) -> list[str]:
         if not c or c.get("total") is None:
             continue
         p = c["price"]
-        src = f"{p['source']}, {p['as_of']}" + (", local run priced as on Azure ML" if c.get("local") else "")
+        src = f"{p['source']}, {when(p['source'], p['as_of'], p.get('age_days', 0))}" + \
+            (", local run priced as on Azure ML" if c.get("local") else "")
         for a in c.get("attempts") or []:
             if a.get("total") is not None:
                 rows.append(f"| {md_text(a['name'])} | {a['total']:,.2f} | {p['per_hour']:g}/h x {i.nodes} | {md_text(src)} |")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .errors import UsageError
-from .prices import Lookup, Price, find
+from .prices import Lookup, Price, find, when
 from .spec.model import JobSpec
 
 DEFAULT_REGION = "eastus"
@@ -166,8 +166,7 @@ def cost_text(c: dict) -> str:
     if price is None:
         # one short line at the end of every job; the whole reason is `dtrain cost`'s (and -o json's)
         return "unknown: no price for this VM size in this region (the reason: `dtrain cost SPEC`; docs/capacity.md)"
-    age = price.get("age_days", 0)
-    src = f"{price['source']}, {price['as_of']}, {age} day{'s' if age != 1 else ''} old"
+    src = f"{price['source']}, {when(price['source'], price['as_of'], price.get('age_days', 0))}"
     mark = " if run on Azure ML (local run)" if c.get("local") else ""
     if "attempts" in c:
         parts = ", ".join(f"attempt {a['attempt']} ${a['total']:,.2f}" for a in c["attempts"] if a.get("total") is not None)

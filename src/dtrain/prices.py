@@ -46,13 +46,20 @@ class Price:
         return max(0, ((today or datetime.now(timezone.utc).date()) - date.fromisoformat(self.as_of)).days)
 
     def describe(self) -> str:
-        """"$98.32/h (Azure Retail Prices API, 2026-11-25, 3 days old)"."""
-        age = self.age_days()
-        return (f"${self.per_hour:,.4g}/h per node ({self.source}, {self.as_of}, "
-                f"{'today' if age == 0 else f'{age} day' + ('s' if age != 1 else '') + ' old'})")
+        """"$98.32/h per node (Azure Retail Prices API, 2026-11-25, 3 days old)"."""
+        return f"${self.per_hour:,.4g}/h per node ({self.source}, {when(self.source, self.as_of, self.age_days())})"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "age_days": self.age_days()}
+
+
+def when(source: str, as_of: str, age: int) -> str:
+    """How old a price is: "2026-11-25, 3 days old"; a snapshot's date is the day it was copied and the
+    catalog's own is older (unknown): "copied 2026-11-25, at least 3 days old"."""
+    days = "today" if age == 0 else f"{age} day{'s' if age != 1 else ''} old"
+    if source.startswith("snapshot"):
+        return f"copied {as_of}, " + ("today" if age == 0 else "at least " + days)
+    return f"{as_of}, {days}"
 
 
 # --- the shipped snapshot ----------------------------------------------------------------------------
@@ -215,9 +222,9 @@ def find(vm_size: str, region: str, tier: str = "dedicated", *, online: bool = F
 
 def _no_snapshot_reason(name: str, region: str, tier: str) -> str:
     src = snapshot_source()
-    dropped = next((d for d in src.get("dropped", []) if d.startswith(name + " ")), None)
+    dropped = next((d for d in src.get("dropped", []) if d.startswith(f"{name} {region}:")), None)
     if dropped:
-        return f"the shipped snapshot has no price for {name}: its source rows were dropped ({dropped})"
+        return f"the shipped snapshot has no price for {name} in {region}: the catalog's {dropped.split(': ', 1)[1]}"
     regions = snapshot_regions(name)
     if regions and tier != "dedicated":
         return f"the shipped snapshot has no {tier.replace('_', ' ')} price for {name} in {region}"
