@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from dtrain.backends.azure.capacity import Compute, Usage, findings, waiting
+from dtrain.backends.azure.capacity import Compute, Usage, findings, image_build_log, waiting
 from dtrain.backends.base import JobInfo
 from dtrain.ci import summary_markdown
 
@@ -89,6 +89,29 @@ def test_why_it_waits():
     assert never.startswith("quota: 1 x Standard_NC40ads_H100_v5 need 40 vCPUs") and "limit of 24 vCPUs" in never
     assert waiting("Running", resizing, None, vm_size=None, nodes=2, region="eastus") is None
     assert waiting("Queued", cluster(), quota(0, 1000), vm_size=None, nodes=2, region="eastus") is None
+
+
+def test_why_it_waits_on_a_full_cluster_and_while_its_image_builds():
+    full = cluster(current=4, states={"runningNodeCount": 4})
+    base = dict(vm_size=None, nodes=2, region="eastus")
+    assert waiting("Queued", full, None, ahead=(2, False), **base) == \
+        "cluster at max 4 nodes, all running other jobs; 2 jobs ahead"
+    assert waiting("Queued", full, None, ahead=(1, False), **base).endswith("; 1 job ahead")
+    assert waiting("Queued", full, None, ahead=(0, False), **base).endswith("; first in line")
+    assert waiting("Queued", full, None, ahead=(500, True), **base).endswith("; at least 500 jobs ahead")
+    assert waiting("Queued", full, None, **base) == "cluster at max 4 nodes, all running other jobs"
+    build = "azureml-logs/20_image_build_log.txt"
+    assert waiting("Preparing", full, None, image_build=build, **base) == f"building the environment image ({build})"
+    assert waiting("Queued", full, None, image_build=build, **base).startswith("cluster at max")  # built by then
+
+
+def test_the_image_build_log_says_a_build_is_on_until_a_later_log_appears():
+    build = "azureml-logs/20_image_build_log.txt"
+    assert image_build_log({build: "u"}) == build
+    assert image_build_log({"azureml-logs/20_image_build_log_0.txt": "u"}) == "azureml-logs/20_image_build_log_0.txt"
+    assert image_build_log({build: "u", "azureml-logs/55_azureml-execution-tvmps_0.txt": "u"}) is None
+    assert image_build_log({build: "u", "user_logs/std_log.txt": "u"}) is None
+    assert image_build_log({"user_logs/std_log.txt": "u"}) is None and image_build_log({}) is None
 
 
 def test_compute_from_the_rest_specs_example_shape():

@@ -106,6 +106,30 @@ def test_a_waiting_job_says_the_cluster_is_resizing_then_its_allocation_error(em
     assert "waiting: allocation failed: Operation could not be completed" in err and "(QuotaExceeded)" in err
 
 
+def test_a_job_on_a_full_cluster_counts_the_jobs_queued_ahead_of_it(emu, job, capsys, monkeypatch):
+    emu.script_job_statuses(["Queued"] * 50, 10)
+    for name in ("first", "second", "third"):
+        assert run_main(capsys, "submit", job(1), "--name", name)[0] == 0
+    set_compute(emu, "gpu-cluster", currentNodeCount=4, nodeStateCounts={"runningNodeCount": 4})
+    code, out, err = run_main(capsys, "status", "third")
+    assert code == 0 and "waiting: cluster at max 4 nodes, all running other jobs; 2 jobs ahead" in err, err
+    assert "; first in line" in run_main(capsys, "status", "first")[2]
+    lists = [r for r in emu.requests if r.method == "GET" and r.path.endswith("/jobs")]
+    assert lists and all(r.query.get("listViewType") == "ActiveOnly" for r in lists)
+    monkeypatch.setattr("dtrain.backends.azure.capacity.MAX_LISTED", 2)   # a workspace too big to list whole
+    assert "; at least 1 job ahead" in run_main(capsys, "status", "third")[2]
+
+
+def test_a_preparing_job_says_its_environment_image_is_building(emu, job, capsys):
+    emu.script_job_statuses(["Preparing"] * 50, 10)
+    emu.artifacts.image_builds.add("img")
+    assert run_main(capsys, "submit", job(1), "--name", "img")[0] == 0
+    code, out, err = run_main(capsys, "status", "img")
+    assert code == 0 and "waiting: building the environment image (azureml-logs/20_image_build_log.txt)" in err, err
+    emu.artifacts.image_builds.clear()                                     # built: the run lists its other logs
+    assert "building the environment image" not in run_main(capsys, "status", "img")[2]
+
+
 def test_an_ended_job_costs_price_x_nodes_x_its_measured_run_time(emu, job, capsys):
     emu.script_job_statuses(["Queued", "Running", "Running", "Completed"], 0.3)
     code, out, err = run_main(capsys, "submit", job(2), "--name", "done", "--wait", "-o", "json")

@@ -10,6 +10,10 @@ Modes (`emu.artifacts.mode`):
   with the account key (SharedKey, or the account SAS: any SAS but the service's own in logFiles) is
   answered 403 KeyBasedAuthenticationNotPermitted.
 
+`image_builds`: names of jobs whose environment image is built while they are Preparing; until they leave
+NotStarted/Starting/Preparing, logFiles lists only `azureml-logs/20_image_build_log.txt` (the Docker build log
+Azure ML writes when an environment changed; azureml-cheatsheets' debugging page lists it).
+
 Shapes: the datastore as the recorded datastore list answers workspaceartifactstore (test_blob_store.json:
 AzureBlob, container `azureml`, credentialsType AccountKey, serviceDataAccessAuthIdentity None); listSecrets
 as datastores.py answers it; the 403 as the Blob service's error XML with x-ms-error-code.
@@ -28,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ACCOUNT_KEY = base64.b64encode(b"dtrain-emulator-account-key-0123").decode("ascii")
 SYSTEM_LOG = "system_logs/lifecycler/execution-wrapper.txt"
+IMAGE_BUILD_LOG = "azureml-logs/20_image_build_log.txt"   # Azure ML's Docker build log of a job's environment
 MODES = ("logFiles", "datastore", "refused")
 
 
@@ -36,6 +41,7 @@ class ArtifactStore:
         self.emu = emu
         self.mode = "logFiles"          # one of MODES
         self.key_secrets = False        # listSecrets answers the account key even for an expirable secret
+        self.image_builds: set = set()  # jobs whose environment image builds while they are Preparing
 
     # -- ARM: datastores/workspaceartifactstore[/listSecrets] ------------------------------------------
     def resource(self) -> Dict[str, Any]:
@@ -64,8 +70,10 @@ class ArtifactStore:
         return {"secretsType": "AccountKey", "key": ACCOUNT_KEY}
 
     # -- run history: what logFiles lists ----------------------------------------------------------------
-    def log_files(self, state: "JobState") -> Dict[str, str]:
+    def log_files(self, state: "JobState", status: str = "Running") -> Dict[str, str]:
         emu = self.emu
+        if state.name in self.image_builds and status in ("NotStarted", "Starting", "Preparing"):
+            return {IMAGE_BUILD_LOG: emu._log_url(state, IMAGE_BUILD_LOG)}     # the build is all there is yet
         if self.mode == "logFiles":
             return {n: emu._log_url(state, n) for n in emu._log_names(state)}
         return {SYSTEM_LOG: emu._log_url(state, SYSTEM_LOG)}

@@ -1006,7 +1006,7 @@ class AzureMLEmulator:
                 return _json(200, self._run(state, status))
             if rest == "/details":
                 details = self._run(state, status)
-                details["logFiles"] = self.artifacts.log_files(state)
+                details["logFiles"] = self.artifacts.log_files(state, status)
                 details["runDefinition"] = {"command": state.props.get("command")}
                 details["warnings"] = []
                 return _json(200, details)

@@ -30,6 +30,7 @@ QUOTA_FAMILY = {
     "ND MI300X v5": "NDISMI300Xv5", "ND GB200 v6": "NDGB200v6",
 }
 WAITING = ("NotStarted", "Starting", "Provisioning", "Preparing", "Queued")
+MAX_LISTED = 500      # jobs read to count those queued ahead (the Jobs list pages; no compute/status filter)
 
 
 @dataclass
@@ -200,18 +201,22 @@ def _cluster_findings(c: Compute, nodes: int, spec_vm_size: str | None) -> list:
 
 
 def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_size: str | None, nodes: int,
-            region: str, now: datetime | None = None, sizes: dict | None = None) -> str | None:
-    """One short reason why a Queued/Preparing job is not running yet, from the same reads."""
+            region: str, now: datetime | None = None, sizes: dict | None = None, image_build: str | None = None,
+            ahead: tuple[int, bool] | None = None) -> str | None:
+    """One short reason why a Queued/Preparing job is not running yet, from the same reads; `image_build`:
+    the image build log the run lists while Preparing (Reader.image_build); `ahead`: (jobs queued before it
+    on a full cluster, whether the count stopped at the listing's cap) (Reader.ahead)."""
     if status not in WAITING:
         return None
+    if image_build and status == "Preparing":
+        return f"building the environment image ({image_build})"
     if compute is not None:
         if compute.errors:
             return f"allocation failed: {compute.errors[0]}"
         if compute.allocation_state.lower() == "resizing":
             return f"cluster resizing {compute.current} -> {compute.target} nodes{_since(compute.since, now)}"
-        busy = int(compute.states.get("runningNodeCount") or 0)
-        if compute.max_nodes and busy >= compute.max_nodes:
-            return f"cluster at max {compute.max_nodes} nodes, all running other jobs"
+        if at_max(compute):
+            return f"cluster at max {compute.max_nodes} nodes, all running other jobs{_ahead(ahead)}"
     for f in findings(vm_size=(compute.vm_size if compute else None) or vm_size, nodes=nodes, compute=None,
                       usages=usages, region=region, sizes=sizes,
                       low_priority=bool(compute and compute.priority.lower() == "lowpriority")):
@@ -219,7 +224,29 @@ def waiting(status: str, compute: Compute | None, usages: list | None, *, vm_siz
             return f.text.split(" ('")[0]          # "quota: 20 of 24 vCPUs of NCADSH100v5 family in use"
         if f.level == "refuse":                     # submitted elsewhere, or the quota was lowered since
             return "quota: " + f.text.split(" ('")[0]
-    return None                                  # nothing read explains it (an image build says nothing here)
+    return None                                  # nothing read explains it
+
+
+def at_max(compute: Compute) -> bool:
+    return bool(compute.max_nodes) and int(compute.states.get("runningNodeCount") or 0) >= compute.max_nodes
+
+
+def _ahead(ahead: tuple[int, bool] | None) -> str:
+    if ahead is None:
+        return ""
+    n, capped = ahead
+    if n == 0:
+        return "; first in line"
+    return f"; {'at least ' if capped else ''}{n} job{'s' if n != 1 else ''} ahead"
+
+
+def image_build_log(log_files: dict) -> str | None:
+    """The image build log a run lists (azureml-logs/20_image_build_log*.txt, Azure ML's Docker build log) while
+    no later log exists yet (55_azureml-execution, 65_job_prep, 70_driver_log, user_logs/): the build is on."""
+    names = sorted(str(n) for n in log_files or {})
+    build = next((n for n in names if re.search(r"(^|/)20_image_build_log[^/]*\.txt$", n)), None)
+    later = any(re.search(r"(^|/)(5[5-9]|[6-9]\d)_[^/]*\.txt$", n) or n.startswith("user_logs/") for n in names)
+    return None if later else build
 
 
 def _since(ts: str | None, now: datetime | None) -> str:
@@ -242,6 +269,7 @@ class Reader:
         self._usages: tuple | None = None
         self._region: str | None = None
         self._sizes: dict | None = None
+        self._reads: dict = {}                   # the image build and queue reads: key -> (when, value)
 
     def region(self) -> str:
         if self._region is None:
@@ -270,6 +298,44 @@ class Reader:
             except Exception:                    # an explanation aid: never the reason a check fails
                 self._sizes = {}
         return self._sizes
+
+    def _cached(self, key: str, read):
+        hit = self._reads.get(key)
+        if hit and time.monotonic() - hit[0] < self.ttl:
+            return hit[1]
+        value = read()
+        self._reads[key] = (time.monotonic(), value)
+        return value
+
+    def image_build(self, job: str) -> str | None:
+        """The image build log the job's run lists while it builds (run details' logFiles), else None."""
+        from . import sdk
+        from .backend import _as_dict
+
+        def read():
+            rd = _as_dict(sdk.run_details(self.ml.jobs, job))
+            return image_build_log(rd.get("logFiles") or rd.get("log_files") or {})
+        return self._cached("build:" + job, read)
+
+    def ahead(self, compute: str, job: str, created: str | None) -> tuple[int, bool]:
+        """(How many jobs wait on the compute that were created before `job`, whether the listing stopped at
+        MAX_LISTED): the Jobs list has no compute or status filter, so the workspace's active jobs are read, at
+        most MAX_LISTED of them, once per `ttl` for every waiting job on that compute."""
+        from .backend import _created_at, _parse_time, _status_text
+
+        def read():
+            waiting, seen = [], 0
+            for j in self.ml.jobs.list():         # ActiveOnly, as az ml job list
+                seen += 1
+                if seen > MAX_LISTED:
+                    return waiting, True
+                if j is not None and _compute_name(getattr(j, "compute", None)) == compute \
+                        and _status_text(getattr(j, "status", None)) in WAITING:
+                    waiting.append((j.name, _created_at(j)))
+            return waiting, False
+        queued, capped = self._cached("queue:" + compute, read)
+        mine = next((t for n, t in queued if n == job), None) or _parse_time(created)
+        return sum(1 for n, t in queued if n != job and (mine is None or t < mine)), capped
 
     def usages(self) -> list:
         if self._usages and time.monotonic() - self._usages[0] < self.ttl:
@@ -325,7 +391,19 @@ def annotate(reader: Reader, info, props: dict) -> None:
             size = lookup(compute.vm_size)
             info.instance_type = size.name if size else compute.vm_size
         if not info.terminal and info.status in WAITING:
+            build = _quiet(lambda: reader.image_build(info.name)) if info.status == "Preparing" else None
+            ahead = _quiet(lambda: reader.ahead(name, info.name, info.created)) \
+                if name and compute and at_max(compute) else None
             info.waiting = waiting(info.status, compute, reader.usages(), vm_size=info.instance_type,
-                                   nodes=info.nodes, region=reader.region(), sizes=reader.sizes())
+                                   nodes=info.nodes, region=reader.region(), sizes=reader.sizes(),
+                                   image_build=build, ahead=ahead)
     except Exception:                            # capacity is an explanation, not the job's status
         return
+
+
+def _quiet(read):
+    """A read that only sharpens the reason (image build, jobs ahead): None where it fails."""
+    try:
+        return read()
+    except Exception:
+        return None
