@@ -171,6 +171,11 @@ def test_validate_with_a_workspace_checks_capacity_and_sends_nothing(emu, job, c
     assert code == 0 and json.loads(out)["capacity"][0].startswith("capacity: quota: 14 of 20 vCPUs")
     assert [r for r in emu.requests if r.method != "GET"] == []                     # validate sends nothing
     assert run_main(capsys, "validate", job(4))[0] == 0                              # offline as before
+    code, out, err = run_main(capsys, "submit", job(4), "--dry-run", *ws)            # the same checks, nothing sent
+    assert code == 2 and "maximum of 2 nodes" in err and "nothing was submitted" in err
+    code, out, err = run_main(capsys, "submit", job(1), "--dry-run", *ws)
+    assert code == 0 and "instance_count: 1" in out and "capacity: quota: 14 of 20 vCPUs" in err
+    assert [r for r in emu.requests if r.method != "GET"] == []
 
 
 def test_a_retry_chain_costs_each_attempt_from_its_own_run_time(emu, job, capsys, monkeypatch):

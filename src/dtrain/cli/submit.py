@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .app import app
-from .cost import MaxCost, cost_gate, dry_run_line
+from .cost import MaxCost, cost_gate
 from .options import (Allow, HostPython, Inputs, Matrix, Python, MaxParallel, Output, ResourceGroup, Sets, Subscription,
                       Web, WorkspaceName,
                       check_output, check_timeout, emit, load, runner, submit_options, useless, useless_all, workspace)
@@ -86,18 +86,10 @@ def submit(
     useless("--preempt-after", preempt_after and not is_local, "only applies to local runs (Azure preempts on its own)")
     cost_gate(spec_obj, max_cost, is_local, policy.retries + 1 if policy else 1)
     if dry_run:
-        from .spec_cmds import print_rendered
+        from .dry_run import dry_run as show_dry_run
 
-        dry_run_line(spec_obj, local=is_local)
-        print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=input_, python=python,
-                       host_python=host_python)
-        if not is_local and (isinstance(spec_obj.environment, dict) or spec_obj.environment_file()):
-            from ..output import note
-
-            build = runner(ws).image_build(spec_obj, submit_options(name, input_, allow))
-            if build:
-                note(build)
-        return None
+        return show_dry_run(spec_obj, is_local=is_local, ws=ws, name=name, inputs=input_, allow=allow,
+                            python=python, host_python=host_python)
     r = runner(ws)
     opts = submit_options(name, input_, allow, python, host_python)
     opts.preempt_after_s = _preempt_after(preempt_after)
