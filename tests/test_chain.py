@@ -13,6 +13,7 @@ from dtrain.backends.base import FailureInfo, JobInfo
 from dtrain.errors import UsageError
 from dtrain.runner import Runner
 from dtrain.spec.model import JobSpec
+from dtrain.timestamps import epoch
 
 POLICY = ch.Policy(2, "infrastructure")
 
@@ -70,7 +71,7 @@ def test_what_follows_each_outcome(status, kw, policy, action, monkeypatch):
     assert d.action == action
     if action == "retry":
         assert d.next_attempt == 2
-        assert d.due_at == ch._epoch("2026-01-01T00:00:00+00:00") + 10
+        assert d.due_at == epoch("2026-01-01T00:00:00+00:00") + 10
 
 
 def test_no_more_than_n_retries(monkeypatch):

@@ -43,6 +43,7 @@ from .backends.names import MAX_NAME
 from .errors import DtrainError, JobNotFound, UsageError
 from .retry_causes import CAUSE_TAG, record_cause
 from .status import JobStatus, exit_code
+from .timestamps import epoch
 
 CHAIN_TAG = "dtrain.chain"
 ATTEMPT_TAG = "dtrain.attempt"
@@ -212,13 +213,6 @@ def backoff_s(k: int, base: float | None = None) -> float:
     return min(BACKOFF_CAP_S, max(0.0, base) * (2 ** max(0, k - 2)))
 
 
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -235,7 +229,7 @@ def decide(attempts: list, policy: Policy, now: float | None = None) -> Decision
         return Decision("running")
     if (retryable(last, policy) or _cause_pending(last, policy)) and len(attempts) < policy.retries + 1:
         k = len(attempts) + 1
-        ended = _epoch(last.ended) or (now if now is not None else time.time())
+        ended = epoch(last.ended) or (now if now is not None else time.time())
         return Decision("retry", k, ended + backoff_s(k))
     return Decision("done")
 

@@ -9,11 +9,11 @@ Imports no backend.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from .errors import UsageError
 from .prices import Lookup, Price, find, when
 from .spec.model import JobSpec
+from .timestamps import parse_time
 
 DEFAULT_REGION = "eastus"
 RUN_TIME_ONLY = ("run time only: node start-up, image builds and the idle minutes before a cluster scales down "
@@ -105,17 +105,8 @@ def estimate(spec: JobSpec, *, hours: float | None = None, region: str | None = 
 
 
 # --- after the job --------------------------------------------------------------------------------
-def _parse(ts: str | None) -> datetime | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def run_seconds(started: str | None, ended: str | None) -> float | None:
-    s, e = _parse(started), _parse(ended)
+    s, e = parse_time(started), parse_time(ended)
     if s is None or e is None:
         return None
     if (s.tzinfo is None) != (e.tzinfo is None):

@@ -6,18 +6,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from .backends.base import JobInfo
+from .timestamps import parse_time
 
 def duration(info: JobInfo) -> str:
     """How long the job has run (or ran), from its start (or creation) to its end (or now): m:ss or h:mm:ss."""
-    def parse(s):
-        try:
-            return datetime.fromisoformat(s.replace("Z", "+00:00")) if s else None
-        except ValueError:
-            return None
-    start = parse(info.started) or parse(info.created)
+    start = parse_time(info.started) or parse_time(info.created)
     if start is None:
         return "-"
-    end = parse(info.ended) or datetime.now(timezone.utc)
+    end = parse_time(info.ended) or datetime.now(timezone.utc)
     secs = int((end - start).total_seconds())
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}" if secs >= 3600 else f"{secs // 60}:{secs % 60:02d}"
 

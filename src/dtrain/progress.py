@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 
 from .backends.base import JobInfo
+from .timestamps import parse_time
 
 
 def clock(seconds: float) -> str:
@@ -98,12 +99,12 @@ class StartProgress:
 def since_submit(info: JobInfo, followed_s: float, now: datetime | None = None) -> float:
     """Seconds from the job's submit to now: a re-attached follow (the same submit run again) counts from
     when the job was created, not from when this command started following it."""
-    try:
-        created = datetime.fromisoformat((info.created or "").replace("Z", "+00:00"))
-        now = now or datetime.now(created.tzinfo)
-        return max(followed_s, (now - created).total_seconds())
-    except (ValueError, TypeError):
+    created = parse_time(info.created)
+    if created is None:
         return followed_s
+    now = now or datetime.now(timezone.utc)
+    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    return max(followed_s, (now - created).total_seconds())
 
 
 def summary_line(info: JobInfo, wall_s: float) -> str:
@@ -111,13 +112,9 @@ def summary_line(info: JobInfo, wall_s: float) -> str:
     wall_s = since_submit(info, wall_s)
     status = info.status + (" (timed out)" if info.timed_out else "")
     ran = ""
-    try:
-        if info.started and info.ended:
-            secs = (datetime.fromisoformat(info.ended.replace("Z", "+00:00"))
-                    - datetime.fromisoformat(info.started.replace("Z", "+00:00"))).total_seconds()
-            ran = f", ran {clock(max(secs, 0))}"
-    except ValueError:
-        pass
+    started, ended = parse_time(info.started), parse_time(info.ended)
+    if started and ended:
+        ran = f", ran {clock(max((ended - started).total_seconds(), 0))}"
     if info.backend == "local" and info.url:
         where = f"logs in {info.url.rstrip('/')}/user_logs"
     elif info.url:

@@ -12,7 +12,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+
 
 # dtrain's name -> (unit, what it is). Azure's names for each: backends/azure/monitor.py.
 METRICS = {
@@ -86,16 +86,6 @@ class SysMetrics:
                 "limits": self.limits, "naming": self.naming,
                 "series": [s.to_dict() for s in sorted(self.series, key=_order)]}
 
-
-def parse_time(text: str | None) -> datetime | None:
-    """An ISO 8601 time (a JobInfo's created/started/ended) as an aware datetime; None when it is not one."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
 def _nat(text: str) -> list:

@@ -108,7 +108,7 @@ def hardware_lines(r, info) -> list:
     """The findings of a job that ran long enough to have some (the end of submit --wait, `why`)."""
     from datetime import datetime, timezone
 
-    from ..sysmetrics import parse_time
+    from ..timestamps import parse_time
 
     start, end = parse_time(info.started), parse_time(info.ended) or datetime.now(timezone.utc)
     if start is None or (end - start).total_seconds() < MIN_RUN_S:

@@ -19,6 +19,7 @@ from typing import Iterator
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import Distribution, JobSpec
 from ...untrusted import redact
+from ...timestamps import parse_time
 from ..backoff import Backoff
 from ..base import Backend, FailureInfo, JobInfo, LogLine, Notice, Notify, SubmitOptions
 from ...settings import current as settings
@@ -53,15 +54,6 @@ def _iso(v) -> str | None:
     return str(v)
 
 
-def _parse_time(v) -> datetime | None:
-    if isinstance(v, datetime):
-        return v if v.tzinfo else v.replace(tzinfo=timezone.utc)
-    if not v:
-        return None
-    try:
-        return datetime.fromisoformat(str(v).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _status_text(s) -> str:
@@ -419,12 +411,12 @@ class AzureBackend(Backend):
             rd = self._run_details(info.name)
         except (LostTrack, JobNotFound, ConfigError):
             return
-        info.started = _iso(_parse_time(rd.get("startTimeUtc") or rd.get("start_time_utc"))) or info.started
-        info.ended = _iso(_parse_time(rd.get("endTimeUtc") or rd.get("end_time_utc"))) or info.ended
+        info.started = _iso(parse_time(rd.get("startTimeUtc") or rd.get("start_time_utc"))) or info.started
+        info.ended = _iso(parse_time(rd.get("endTimeUtc") or rd.get("end_time_utc"))) or info.ended
         message = _error_message(rd.get("error"))
         limit = _timeout_seconds(props)
         if limit and info.status in ("Canceled", "Failed"):
-            s, e = _parse_time(info.started), _parse_time(info.ended)
+            s, e = parse_time(info.started), parse_time(info.ended)
             ran = (e - s).total_seconds() if s and e else None
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
@@ -728,7 +720,7 @@ class AzureBackend(Backend):
         studio = ((props.get("services") or {}).get("Studio") or {}).get("endpoint")
         return JobInfo(name=raw.get("name"), backend=self.name, status=_status_text(props.get("status")),
                        display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
-                       created=_iso(_parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
+                       created=_iso(parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                        url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
                        archived=bool(props.get("isArchived")), services=job_services(props),
                        instance_type=(props.get("resources") or {}).get("instanceType"))
@@ -739,7 +731,7 @@ class AzureBackend(Backend):
         created = getattr(getattr(job, "creation_context", None), "created_at", None)
         return JobInfo(name=job.name, backend=self.name, status=_status_text(job.status),
                        display_name=job.display_name, experiment_name=job.experiment_name,
-                       created=_iso(_parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
+                       created=_iso(parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
                        url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
                        description=getattr(job, "description", None),
                        instance_type=getattr(getattr(job, "resources", None), "instance_type", None))
@@ -759,7 +751,7 @@ def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool
 
 def _created_at(job) -> datetime:
     """A listed job's creation time (the oldest possible when the service gave none)."""
-    created = _parse_time(getattr(getattr(job, "creation_context", None), "created_at", None))
+    created = parse_time(getattr(getattr(job, "creation_context", None), "created_at", None))
     if created is None:
         return datetime.min.replace(tzinfo=timezone.utc)
     return created if created.tzinfo else created.replace(tzinfo=timezone.utc)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ...spec.vmsizes import lookup
+from ...timestamps import parse_time
 
 # dtrain's VM families (spec/vmsizes.py) -> the family in Azure's quota names ("Standard NDSH100v5 Family
 # Cluster Dedicated vCPUs"): Azure's compute family names, as the portal's quota page lists them.
@@ -250,9 +251,8 @@ def image_build_log(log_files: dict) -> str | None:
 
 
 def _since(ts: str | None, now: datetime | None) -> str:
-    try:
-        t = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
-    except ValueError:
+    t = parse_time(ts)
+    if t is None:
         return ""
     mins = max(0, int(((now or datetime.now(timezone.utc)) - t).total_seconds() // 60))
     return f" ({mins} min)"
@@ -321,7 +321,7 @@ class Reader:
         """(How many jobs wait on the compute that were created before `job`, whether the listing stopped at
         MAX_LISTED): the Jobs list has no compute or status filter, so the workspace's active jobs are read, at
         most MAX_LISTED of them, once per `ttl` for every waiting job on that compute."""
-        from .backend import _created_at, _parse_time, _status_text
+        from .backend import _created_at, _status_text
 
         def read():
             waiting, seen = [], 0
@@ -334,7 +334,7 @@ class Reader:
                     waiting.append((j.name, _created_at(j)))
             return waiting, False
         queued, capped = self._cached("queue:" + compute, read)
-        mine = next((t for n, t in queued if n == job), None) or _parse_time(created)
+        mine = next((t for n, t in queued if n == job), None) or parse_time(created)
         return sum(1 for n, t in queued if n != job and (mine is None or t < mine)), capped
 
     def usages(self) -> list:

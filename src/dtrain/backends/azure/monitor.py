@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from ...sysmetrics import Series, merge, parse_time
+from ...sysmetrics import Series, merge
+from ...timestamps import parse_time
 from .mlflow_rest import MlflowError
 
 API_VERSION = "2024-02-01"

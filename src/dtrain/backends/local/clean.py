@@ -18,10 +18,10 @@ import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from ...errors import DtrainError, UsageError
+from ...timestamps import epoch
 from ..base import is_terminal
 from . import clean_datastores as ds
 from .store import STATE, CorruptState, jobs_root, locked, read_state, tree_size
@@ -50,17 +50,9 @@ class CleanReport:
 
 
 def _ended_at(state: JobRecord, job_dir: Path) -> float:
-    try:
-        return datetime.fromisoformat(state.ended or "").timestamp()
-    except (KeyError, TypeError, ValueError):
-        return (job_dir / STATE).stat().st_mtime
+    ended = epoch(state.ended)
+    return ended if ended is not None else (job_dir / STATE).stat().st_mtime
 
-
-def _epoch(iso: str | None) -> float | None:
-    try:
-        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp() if iso else None
-    except ValueError:
-        return None
 
 
 class _Chains:
@@ -98,7 +90,7 @@ class _Chains:
         view = self._view.view(head)             # looks only: never submits the next attempt
         if not view.terminal:                    # an attempt runs, or the next one is due (Retrying)
             return "running"
-        ends = [_epoch(a.get("ended")) for a in (view.chain or {}).get("attempts", [])]
+        ends = [epoch(a.get("ended")) for a in (view.chain or {}).get("attempts", [])]
         youngest = max((e for e in ends if e is not None), default=now)
         return "young" if now - youngest < older_than_s else None
 
