@@ -114,10 +114,14 @@ def test_a_job_on_a_full_cluster_counts_the_jobs_queued_ahead_of_it(emu, job, ca
     code, out, err = run_main(capsys, "status", "third")
     assert code == 0 and "waiting: cluster at max 4 nodes, all running other jobs; 2 jobs ahead" in err, err
     assert "; first in line" in run_main(capsys, "status", "first")[2]
+    code, _, err = run_main(capsys, "submit", job(1), "--name", "fourth")        # warned before it is sent
+    assert code == 0 and "cluster gpu-cluster is at its maximum of 4 nodes, all busy" in err
+    assert "the job waits for them (3 jobs ahead in the Jobs list)" in err, err
     lists = [r for r in emu.requests if r.method == "GET" and r.path.endswith("/jobs")]
     assert lists and all(r.query.get("listViewType") == "ActiveOnly" for r in lists)
-    monkeypatch.setattr("dtrain.backends.azure.capacity.MAX_LISTED", 2)   # a workspace too big to list whole
-    assert "; at least 1 job ahead" in run_main(capsys, "status", "third")[2]
+    monkeypatch.setattr("dtrain.backends.azure.capacity.MAX_LISTED", 3)   # a workspace too big to list whole
+    assert "; at least 1 job ahead" in run_main(capsys, "status", "third")[2]   # newest first: fourth, third, second
+    assert "; jobs ahead not known (more than 3 active jobs to list)" in run_main(capsys, "status", "first")[2]
 
 
 def test_a_preparing_job_says_its_environment_image_is_building(emu, job, capsys):

@@ -237,7 +237,7 @@ def _ahead(ahead: tuple[int, bool] | None) -> str:
         return ""
     n, capped = ahead
     if n == 0:
-        return "; first in line"
+        return f"; jobs ahead not known (more than {MAX_LISTED} active jobs to list)" if capped else "; first in line"
     return f"; {'at least ' if capped else ''}{n} job{'s' if n != 1 else ''} ahead"
 
 
@@ -376,6 +376,9 @@ def preflight(reader: Reader, body: dict, tell) -> None:
                          hint="lower resources.instance_count, use the cluster's VM size, pick another compute, or "
                               "ask for more quota (Azure portal > Quotas > Machine learning); docs/capacity.md")
     for f in found:
+        if name and f.text.startswith(f"cluster {name} is at its maximum"):
+            ahead = _quiet(lambda: reader.ahead(name, "", None))      # none of it is ours yet: all are ahead
+            f.text += f" ({_ahead(ahead).lstrip('; ')} in the Jobs list)" if ahead else ""
         tell(f"capacity: {f.text}")
 
 
