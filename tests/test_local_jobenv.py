@@ -86,13 +86,19 @@ def test_jobs_run_in_their_environment_reuse_it_and_an_edit_rebuilds_it(cli, wri
     envs = [p for p in (dtrain_home / "envs").iterdir() if p.is_dir()]
     assert len(envs) == 1 and "building the job's environment" in first.stderr
     assert first.stdout.count(f"imported 1.2 prefix {envs[0]}") == 2          # every rank, inside it
-    built = (envs[0] / jobenv.READY).stat().st_mtime_ns
+    built = (envs[0] / "requirements.txt").stat().st_mtime_ns              # written by the build alone
+    used = (envs[0] / jobenv.READY).stat().st_mtime_ns
 
     second = cli("submit", spec, "--local", "--wait", "--name", "two")
     assert second.returncode == 0 and "reusing the job's environment" in second.stderr
-    assert "building" not in second.stderr and (envs[0] / jobenv.READY).stat().st_mtime_ns == built
+    assert "building" not in second.stderr and (envs[0] / "requirements.txt").stat().st_mtime_ns == built
+    assert (envs[0] / jobenv.READY).stat().st_mtime_ns > used                 # its last use, for clean --envs
 
     _conda(write, wheels, "envonlypkg==1.3")
     third = cli("submit", spec, "--local", "--wait", "--name", "three")
     assert third.returncode == 0 and "building the job's environment" in third.stderr
     assert third.stdout.count("imported 1.3 prefix") == 2 and str(envs[0]) not in third.stdout
+
+    gone = cli("clean", "--older-than", "0s", "--envs")                     # nothing unfinished needs either
+    assert gone.returncode == 0 and "removed 3 job folder(s) and 2 job environment(s)" in gone.stderr, gone.stderr
+    assert [p for p in (dtrain_home / "envs").iterdir() if p.is_dir()] == []

@@ -445,13 +445,15 @@ class Runner:
 
         return Watch(self, self._listing(local), names, experiment, tags, interval, metric)
 
-    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool, datastores: bool = False):
-        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py), and with
-        `datastores` the datastore folders only they wrote."""
+    def clean(self, older_than: str, *, dry_run: bool, snapshots_only: bool, datastores: bool = False,
+              envs: bool = False):
+        """Remove finished local jobs older than an age such as 7d (backends/local/clean.py), with
+        `datastores` the datastore folders only they wrote, with `envs` the job environments no unfinished
+        job uses and none used for that age (clean_envs.py)."""
         from .backends.local.clean import clean, parse_age
 
         return clean(self._backend(LOCAL).inner, parse_age(older_than), dry_run=dry_run,
-                     snapshots_only=snapshots_only, datastores=datastores)
+                     snapshots_only=snapshots_only, datastores=datastores, envs=envs)
 
     def why(self, name: str, *, local: bool = False) -> "List":
         """Why a job failed: every cause its rank logs show (dtrain.diagnose.Cause), the top cause first;

@@ -8,7 +8,8 @@ are unknown), a job folder (or snapshot) that is a symlink (never followed; name
 $DTRAIN_HOME/datastores (shared by every job, like a real datastore) unless `datastores` is asked for: then
 the folders there that only removed jobs wrote go too (clean_datastores.py). A whole job is first renamed to a
 hidden name, so a reader sees the job or nothing, then deleted. `.staging-*` folders left by a submit
-that was killed mid-copy go once they are an hour old.
+that was killed mid-copy go once they are an hour old. With `envs`, the job environments nothing needs go
+too (clean_envs.py).
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class CleanReport:
     unreadable: list = field(default_factory=list)
     notes: list = field(default_factory=list)        # what was left alone and why (a symlinked job folder)
     datastores: list = field(default_factory=list)   # clean_datastores.DatastoreFolder: removed with their jobs
+    envs: list = field(default_factory=list)         # clean_envs.EnvFolder: job environments nothing needs
 
 
 def _ended_at(state: JobRecord, job_dir: Path) -> float:
@@ -141,14 +143,31 @@ def _remove(root: Path, d: Path, older_than_s: float, now: float, report: CleanR
 
 
 def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only: bool = False,
-          datastores: bool = False) -> CleanReport:
+          datastores: bool = False, envs: bool = False) -> CleanReport:
     if datastores and snapshots_only:
         raise UsageError("--datastores and --snapshots-only cannot be used together",
                          hint="--snapshots-only keeps every job, so no datastore folder is only a removed job's")
     report = CleanReport()
     root = jobs_root(backend.home)
+    _clean_jobs(backend, root, older_than_s, report, dry_run, snapshots_only, datastores)
+    if envs:                                     # after the jobs: a job removed now holds none
+        _clean_envs(backend.home / "envs", root, older_than_s, report, dry_run)
+    return report
+
+
+def _clean_envs(envs: Path, root: Path, older_than_s: float, report: CleanReport, dry_run: bool) -> None:
+    from . import clean_envs
+
+    if not dry_run:
+        clean_envs.clean_trash(envs)
+    report.envs = clean_envs.sweep(envs, root, older_than_s, time.time(), dry_run, report.notes)
+    report.bytes_freed += sum(f.bytes for f in report.envs)
+
+
+def _clean_jobs(backend, root: Path, older_than_s: float, report: CleanReport, dry_run: bool,
+                snapshots_only: bool, datastores: bool) -> None:
     if not root.is_dir():
-        return report
+        return
     # What each job uses is read before any goes (a removed job's plan goes with it).
     before = ds.scan(root, backend.home / "datastores") if datastores else {}
     now = time.time()
@@ -177,7 +196,6 @@ def clean(backend, older_than_s: float, *, dry_run: bool = False, snapshots_only
             _remove(root, d, older_than_s, now, report, dry_run=dry_run, snapshots_only=snapshots_only)
     if datastores:
         _clean_datastores(backend.home, root, before, report, dry_run)
-    return report
 
 
 def _clean_datastores(home: Path, root: Path, before: dict, report: CleanReport, dry_run: bool) -> None:

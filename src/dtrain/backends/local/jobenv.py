@@ -99,6 +99,7 @@ def ensure(env: JobEnv, notify: Notify | None = None) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     with _lock(path.parent / f"{env.hash}.lock"):
         if (path / READY).is_file():
+            os.utime(path / READY)          # its last use: `dtrain clean --envs` keeps what was used lately
             say(Notice(f"reusing the job's environment {env.path} (built from {env.conda_file})"))
             return False
         if path.exists():
