@@ -182,6 +182,25 @@ def test_validate_with_a_workspace_checks_capacity_and_sends_nothing(emu, job, c
     assert [r for r in emu.requests if r.method != "GET"] == []
 
 
+def test_a_job_that_names_only_its_cluster_is_priced_by_the_clusters_vm_size(emu, job, capsys):
+    """Most Azure ML YAMLs name a cluster and no instance_type: the price is the cluster's vmSize (read from the
+    workspace, in its region), for `dtrain cost` with the workspace flags and for submit's --max-cost gate."""
+    ws = ("--workspace", emu.workspace, "-g", emu.resource_group, "--subscription", emu.subscription_id)
+    code, _, err = run_main(capsys, "cost", job(2), "--hours", "1")
+    assert code == 2 and "names no resources.instance_type" in err and "--workspace" in err
+    code, out, err = run_main(capsys, "cost", job(2), "--hours", "1", *ws)
+    assert code == 0, err
+    assert out.startswith(f"2 x {T4} (cluster gpu-cluster) x 1 h (--hours) in eastus at $0.752/h per node")
+    assert out.rstrip().endswith("= $1.50") and "the default" not in err          # the workspace's region
+    doc = json.loads(run_main(capsys, "cost", job(2), "--hours", "1", *ws, "-o", "json")[1])["jobs"][0]
+    assert (doc["vm_size"], doc["vm_size_from"], doc["region_from"]) == (T4, "cluster gpu-cluster", "the workspace's")
+    timed = ["--set", "limits.timeout=3600"]
+    code, _, err = run_main(capsys, "submit", job(2), *timed, "--max-cost", "1", "--name", "dear")
+    assert code == 2 and "$1.50, above --max-cost 1" in err and _sent(emu) == []
+    code, _, err = run_main(capsys, "submit", job(2), *timed, "--max-cost", "2", "--name", "fine")
+    assert code == 0 and "fine" in emu.jobs, err
+
+
 def test_a_retry_chain_costs_each_attempt_from_its_own_run_time(emu, job, capsys, monkeypatch):
     monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0.1")
     lost = {"code": "NodeLost", "message": "a node was preempted (scripted)"}

@@ -513,6 +513,9 @@ class ChainView(Backend):
     def read_environment(self, ref: str) -> dict | None:
         return self.inner.read_environment(ref)
 
+    def cluster(self, name: str) -> tuple[str, str] | None:
+        return self.inner.cluster(name)
+
     def cancel(self, name: str) -> JobInfo:
         """Cancel a chain's latest attempt; a Canceled attempt is never retried, so the chain ends there."""
         head = self.inner.status(name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .errors import UsageError
 from .prices import Lookup, Price, find, when
-from .spec.model import JobSpec
+from .spec.model import JobSpec, compute_name
 from .timestamps import parse_time
 
 DEFAULT_REGION = "eastus"
@@ -32,13 +32,14 @@ class Estimate:
     price: Price | None
     notes: list = field(default_factory=list)
     local: bool = False        # a local run, priced as the VM size on Azure
+    vm_size_from: str = "resources.instance_type"     # or "cluster NAME" (its vmSize, read from the workspace)
 
     @property
     def total(self) -> float | None:
         return None if self.price is None else round(self.price.per_hour * self.nodes * self.hours, 2)
 
     def to_dict(self) -> dict:
-        return {"vm_size": self.vm_size, "nodes": self.nodes, "hours": self.hours, "hours_from": self.hours_from,
+        return {"vm_size": self.vm_size, "vm_size_from": self.vm_size_from, "nodes": self.nodes, "hours": self.hours, "hours_from": self.hours_from,
                 "region": self.region, "region_from": self.region_from, "tier": self.tier,
                 "price_per_hour": self.price.per_hour if self.price else None,
                 "price": self.price.to_dict() if self.price else None, "total": self.total,
@@ -46,7 +47,8 @@ class Estimate:
 
     def line(self) -> str:
         """One line: "2 x Standard_X x 1 h (--hours) at $98.32/h per node (source, date, age) = $196.64"."""
-        what = f"{self.nodes} x {self.vm_size} x {_hours(self.hours)} ({self.hours_from}) in {self.region}"
+        size = self.vm_size + (f" ({self.vm_size_from})" if self.vm_size_from != "resources.instance_type" else "")
+        what = f"{self.nodes} x {size} x {_hours(self.hours)} ({self.hours_from}) in {self.region}"
         if self.tier != "dedicated":
             what += f", {self.tier.replace('_', ' ')}"
         if self.price is None:
@@ -59,13 +61,18 @@ def _hours(h: float) -> str:
     return f"{h:g} h"
 
 
-def region_of(region: str | None) -> tuple[str, str]:
+def region_of(region: str | None, workspace: str | None = None) -> tuple[str, str]:
+    """--region, else DTRAIN_REGION, else the workspace's region where it was read, else the default."""
     if region:
         return region.strip().lower(), "--region"
     from .settings import current
 
     env = (current().given("DTRAIN_REGION") or "").strip().lower()
-    return (env, "DTRAIN_REGION") if env else (current().text("DTRAIN_REGION") or DEFAULT_REGION, "default")
+    if env:
+        return env, "DTRAIN_REGION"
+    if workspace:
+        return workspace.lower(), "the workspace's"
+    return current().text("DTRAIN_REGION") or DEFAULT_REGION, "default"
 
 
 def tier_of(spec: JobSpec, tier: str | None) -> str:
@@ -90,18 +97,26 @@ def hours_of(spec: JobSpec, hours: float | None) -> tuple[float, str]:
 
 
 def estimate(spec: JobSpec, *, hours: float | None = None, region: str | None = None, tier: str | None = None,
-             vm_size: str | None = None, online: bool = False, local: bool = False) -> Estimate:
-    """The estimate of one job. vm_size: the spec's resources.instance_type unless given (the cluster's)."""
-    size = vm_size or spec.instance_type
+             vm_size: str | None = None, online: bool = False, local: bool = False, cluster=None) -> Estimate:
+    """The estimate of one job. vm_size: the spec's resources.instance_type unless given. `cluster`: a
+    function of a compute's name giving its (VM size, region) as the workspace has them, or None; asked for a
+    spec that names a cluster and no instance_type (most Azure ML YAMLs: the nodes are the cluster's)."""
+    size, size_from, ws_region = vm_size or spec.instance_type, "resources.instance_type", None
+    name = compute_name(spec.compute)
+    if not size and cluster is not None and name and not spec.is_local_compute:
+        read = cluster(name)
+        if read:
+            (size, ws_region), size_from = read, f"cluster {name}"
     if not size:
         raise UsageError("the spec names no resources.instance_type, so its price is not known",
-                         hint="set resources.instance_type to the cluster's VM size (dtrain prices a job by it)")
+                         hint="set resources.instance_type to the cluster's VM size, or give the workspace "
+                              "(--workspace, -g, --subscription) to read it from the cluster")
     h, h_from = hours_of(spec, hours)
-    reg, reg_from = region_of(region)
+    reg, reg_from = region_of(region, ws_region)
     t = tier_of(spec, tier)
     found: Lookup = find(size, reg, t, online=online)
-    name = found.price.vm_size if found.price else size
-    return Estimate(name, spec.instance_count, h, h_from, reg, reg_from, t, found.price, found.notes, local)
+    return Estimate(found.price.vm_size if found.price else size, spec.instance_count, h, h_from, reg, reg_from, t,
+                    found.price, found.notes, local, size_from)
 
 
 # --- after the job --------------------------------------------------------------------------------

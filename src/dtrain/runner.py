@@ -119,6 +119,11 @@ class Runner:
         kind = LOCAL if local or spec.is_local_compute else AZURE
         return self._backend(kind).plan(spec, options or SubmitOptions())
 
+    def cluster(self, name: str) -> tuple[str, str] | None:
+        """(VM size, region) of the Azure ML compute NAME in the workspace (its vmSize, the workspace's
+        location): what prices a job that names a cluster and no instance_type; None where it has none."""
+        return self._backend(AZURE).cluster(name)
+
     def preflight(self, spec: JobSpec, options: SubmitOptions | None = None) -> list[str]:
         """Whether the job can start where it would run, sending nothing (docs/capacity.md): UsageError where it
         never can; what will make it wait, as text."""

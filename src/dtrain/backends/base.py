@@ -260,6 +260,11 @@ class Backend(ABC):
         workspace). Default None: nothing is built, or nothing is known."""
         return None
 
+    def cluster(self, name: str) -> "tuple[str, str] | None":
+        """(VM size, region) of a compute this backend knows by name (Azure: the workspace's cluster), for
+        pricing a job that names no instance_type. Default None: none known."""
+        return None
+
     def read_environment(self, ref: str) -> dict | None:
         """A registered environment's definition (Azure: from the workspace): {"found": bool, "image",
         "conda_file", "build"}, or {"found": None, "why"} when it cannot be read. Default None: this

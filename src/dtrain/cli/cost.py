@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .options import Allow, Matrix, Output, Sets, check_output, emit, load
+from .options import (Allow, Matrix, Output, ResourceGroup, Sets, Subscription, WorkspaceName, check_output, emit,
+                      load, runner, workspace)
 
 Hours = typer.Option(None, "--hours", metavar="H", help="Hours the job runs (default: the spec's limits.timeout; "
                      "a spec without one needs --hours).")
@@ -32,14 +33,19 @@ def cost(
     allow: Allow = None,
     offline: bool = typer.Option(False, "--offline", help="Do not ask the Azure Retail Prices API: use the "
                                  "cached prices and the snapshot shipped with dtrain."),
+    subscription: Subscription = None,
+    resource_group: ResourceGroup = None,
+    workspace_: WorkspaceName = None,
     output: Output = "text",
 ):
     """Estimate what a job costs on Azure ML: the VM size's price per hour (region, tier) x nodes x hours, with
     where the price came from and how old it is. With --matrix, every combination and the total. Submits
-    nothing; exit 2 for a spec without a VM size or a run time."""
+    nothing; exit 2 for a spec without a VM size or a run time. With the workspace flags, a spec that names a
+    cluster and no resources.instance_type is priced by the cluster's VM size, in the workspace's region."""
     check_output(output, ("text", "json"))
+    ws = workspace(subscription, resource_group, workspace_)
     names, estimates = estimate_specs(spec, set_, allow, matrix, hours=hours, region=region, tier=tier,
-                                      online=not offline)
+                                      online=not offline, cluster=cluster_reader(ws) if ws.given() else None)
     from ..cost import summary
 
     s = summary(estimates, names)
@@ -48,8 +54,19 @@ def cost(
     show(names, estimates, s["total"])
 
 
+def cluster_reader(ws):
+    """compute name -> (VM size, region) read from the workspace, once per name (cost.estimate's `cluster`)."""
+    seen: dict = {}
+
+    def read(name: str):
+        if name not in seen:
+            seen[name] = runner(ws).cluster(name)
+        return seen[name]
+    return read
+
+
 def estimate_specs(spec: str, sets, allow, matrix, *, hours=None, region=None, tier=None, online: bool = False,
-                   local: bool = False, specs=None):
+                   local: bool = False, specs=None, cluster=None):
     """(names, estimates) of the spec or of each --matrix combination (names None for one job)."""
     from .. import grid
     from ..cost import estimate
@@ -60,7 +77,7 @@ def estimate_specs(spec: str, sets, allow, matrix, *, hours=None, region=None, t
     else:
         members = [(None, specs if specs is not None else load(spec, sets, allow))]
     ests = [estimate(s, hours=hours, region=region, tier=tier, online=online,
-                     local=local or s.is_local_compute) for _, s in members]
+                     local=local or s.is_local_compute, cluster=cluster) for _, s in members]
     return [n for n, _ in members], ests
 
 
@@ -79,24 +96,28 @@ def show(names, estimates, total) -> None:
         note("limits.timeout is the longest the job may run, so this is the most it costs")
 
 
-def dry_run_line(spec_obj, *, local: bool) -> None:
-    """`submit --dry-run`: one note with the estimate (never asks the network, never fails the dry run)."""
+def dry_run_line(spec_obj, *, local: bool, ws=None) -> None:
+    """`submit --dry-run`: one note with the estimate (never asks the prices API, never fails the dry run;
+    with workspace flags, a cluster's VM size is read)."""
     from ..cost import estimate
-    from ..errors import UsageError
+    from ..errors import DtrainError
     from ..output import note
 
     try:
-        e = estimate(spec_obj, online=False, local=local)
-    except UsageError as exc:
+        e = estimate(spec_obj, online=False, local=local,
+                     cluster=cluster_reader(ws) if ws is not None and ws.given() and not local else None)
+    except DtrainError as exc:
         return note(f"cost: not estimated ({exc.message})")
     note("cost: up to " + e.line() if e.total is not None else "cost: " + e.line())
 
 
-def cost_gate(spec_obj, max_cost, is_local: bool, attempts: int) -> None:
-    """submit --max-cost: a retry chain is priced as all the attempts it may run."""
+def cost_gate(spec_obj, max_cost, is_local: bool, attempts: int, ws=None) -> None:
+    """submit --max-cost: a retry chain is priced as all the attempts it may run; an Azure job that names a
+    cluster and no instance_type, by the cluster's VM size (read from the workspace it goes to)."""
     if max_cost is not None:
         from ..cost import check_max_cost
 
-        one = estimate_specs("", None, None, None, specs=spec_obj, local=is_local)[1]
+        one = estimate_specs("", None, None, None, specs=spec_obj, local=is_local,
+                             cluster=None if is_local else cluster_reader(ws))[1]
         check_max_cost(one * attempts, max_cost, "the job" if attempts == 1 else
                        f"the retry chain ({attempts} attempts at most)")

@@ -11,7 +11,7 @@ def dry_run(spec_obj, *, is_local: bool, ws, name, inputs, allow, python, host_p
     from .cost import dry_run_line
     from .spec_cmds import print_rendered
 
-    dry_run_line(spec_obj, local=is_local)
+    dry_run_line(spec_obj, local=is_local, ws=ws)
     print_rendered(spec_obj, local=is_local, format="yaml", name=name, inputs=inputs, python=python,
                    host_python=host_python)
     if is_local:

@@ -29,7 +29,7 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
     g = grid.build_grid(spec, sets, matrix, name, allow=allow, max_jobs=max_jobs or grid.MAX_JOBS)
     print_diagnostics(g.warnings)
     is_local = grid.where(g, local)
-    _gate(g, max_cost, is_local)
+    _gate(g, max_cost, is_local, ws)
     useless("--input", inputs and not is_local, "only applies to local runs (Azure resolves its own inputs)")
     if dry_run:
         for m in g.members:
@@ -45,9 +45,12 @@ def submit_grid(spec: str, matrix, *, local: bool, wait: bool, name, sets, input
         raise typer.Exit(worst(exit_code(final[m.name]) for m in g.members))
 
 
-def _gate(g, max_cost, is_local: bool) -> None:
+def _gate(g, max_cost, is_local: bool, ws) -> None:
     """--max-cost: every combination priced, the sum gated, before any is sent."""
     if max_cost is not None:
         from ..cost import check_max_cost, estimate
+        from .cost import cluster_reader
 
-        check_max_cost([estimate(m.spec, local=is_local) for m in g.members], max_cost, f"the grid of {len(g.members)} jobs")
+        cluster = None if is_local else cluster_reader(ws)
+        check_max_cost([estimate(m.spec, local=is_local, cluster=cluster) for m in g.members], max_cost,
+                       f"the grid of {len(g.members)} jobs")

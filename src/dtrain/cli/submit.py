@@ -84,7 +84,7 @@ def submit(
     useless("--python, --host-python", (python or host_python) and not is_local, "only apply to local runs (on Azure "
             "the environment's python runs)")
     useless("--preempt-after", preempt_after and not is_local, "only applies to local runs (Azure preempts on its own)")
-    cost_gate(spec_obj, max_cost, is_local, policy.retries + 1 if policy else 1)
+    cost_gate(spec_obj, max_cost, is_local, policy.retries + 1 if policy else 1, ws)
     if dry_run:
         from .dry_run import dry_run as show_dry_run
 

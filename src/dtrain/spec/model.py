@@ -8,6 +8,12 @@ from pathlib import Path
 LOCAL_COMPUTE = "local"
 
 
+def compute_name(ref) -> str | None:
+    """The compute's name in any of the ways a job names it: "azureml:gpu-cluster", "gpu-cluster", or its ARM
+    id (".../computes/gpu-cluster", as the service writes computeId)."""
+    return str(ref).rstrip("/").rsplit("/", 1)[-1].removeprefix("azureml:") if ref else None
+
+
 @dataclass(frozen=True)
 class Distribution:
     """How Azure ML starts processes on the job's nodes. The one place that counts them: validation,

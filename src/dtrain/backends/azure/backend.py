@@ -245,6 +245,13 @@ class AzureBackend(Backend):
         preflight(self.capacity(), plan.body, told.append)
         return told
 
+    def cluster(self, name: str) -> tuple[str, str] | None:
+        """(VM size, region) of the workspace's compute NAME (Compute_Get's vmSize, the workspace's location),
+        for pricing a job that names no instance_type; None where there is no such compute or it has no size."""
+        reader = self.capacity()
+        c = self._retrying(f"read compute {name}", lambda: reader.compute(name))
+        return (c.vm_size, self._retrying("read the workspace", reader.region)) if c and c.vm_size else None
+
     def _errors(self, what: str, job: str | None = None):
         return azure_errors(what, job=job, workspace=self._ws)
 

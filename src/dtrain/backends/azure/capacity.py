@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ...spec.model import compute_name
 from ...spec.vmsizes import lookup
 from ...timestamps import parse_time
 
@@ -329,7 +330,7 @@ class Reader:
                 seen += 1
                 if seen > MAX_LISTED:
                     return waiting, True
-                if j is not None and _compute_name(getattr(j, "compute", None)) == compute \
+                if j is not None and compute_name(getattr(j, "compute", None)) == compute \
                         and _status_text(getattr(j, "status", None)) in WAITING:
                     waiting.append((j.name, _created_at(j)))
             return waiting, False
@@ -346,8 +347,6 @@ class Reader:
 
 
 # --- what the backend calls -------------------------------------------------------------------------
-def _compute_name(compute_id) -> str | None:
-    return str(compute_id).rstrip("/").rsplit("/", 1)[-1].removeprefix("azureml:") if compute_id else None
 
 
 def preflight(reader: Reader, body: dict, tell) -> None:
@@ -357,7 +356,7 @@ def preflight(reader: Reader, body: dict, tell) -> None:
 
     res = body.get("resources") or {}
     nodes, spec_size = int(res.get("instanceCount") or 1), res.get("instanceType")
-    name = _compute_name(body.get("computeId"))
+    name = compute_name(body.get("computeId"))
     try:
         compute = reader.compute(name) if name else None
         if name and compute is None:
@@ -386,7 +385,7 @@ def annotate(reader: Reader, info, props: dict) -> None:
     """The VM size a job's nodes are (its cost is priced by it), and why it waits while it does; never
     fails a status read."""
     res = props.get("resources") or {}
-    name = _compute_name(props.get("computeId"))
+    name = compute_name(props.get("computeId"))
     try:
         info.region = reader.region()            # one workspace read per backend: the job's prices are its region's
         compute = reader.compute(name) if name and (not info.instance_type or info.status in WAITING) else None
