@@ -13,11 +13,10 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from datetime import datetime, timezone
 from typing import Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
-from ...spec.model import Distribution, JobSpec
+from ...spec.model import JobSpec
 from ...untrusted import redact
 from ...timestamps import parse_time
 from ..backoff import Backoff
@@ -27,9 +26,8 @@ from .workspace import resolution
 from .client import (RememberingCredential, endpoint_from_env, make_credential, make_ml_client, muted_stderr,
                      silence_loggers)
 from .errors import azure_errors, translate, transient
-from . import sdk
+from . import jobinfo, sdk
 from .plan import AzurePlan, build_plan, differences
-from .services import job_services
 from .storage_endpoint import storage_endpoint_from_env
 from .upload_guard import guarded, is_storage_failure, upload_error
 
@@ -42,124 +40,6 @@ WORKSPACE_HINT = ("pass --subscription, --resource-group and --workspace; or set
                   "(`az configure --defaults group=RG workspace=WS`, `az account set --subscription S`). "
                   "`dtrain config` shows what was found where; see docs/azure.md")
 _TIMEOUT_MESSAGE = re.compile(r"(?i)time[ -]?out|timed out|time limit|exceeded the (maximum|max|specified)")
-
-
-def _iso(v) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=timezone.utc)
-        return v.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-    return str(v)
-
-
-
-
-def _status_text(s) -> str:
-    return str(getattr(s, "value", s)) if s is not None else "Unknown"
-
-
-def _as_dict(obj) -> dict:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    for attr in ("as_dict", "serialize"):
-        fn = getattr(obj, attr, None)
-        if callable(fn):
-            try:
-                return fn()
-            except Exception:  # pragma: no cover - a model that cannot serialise itself
-                continue
-    try:
-        return dict(obj)
-    except (TypeError, ValueError):
-        return {}
-
-
-_REST_DISTRIBUTION = {"PyTorch": "pytorch", "Mpi": "mpi", "TensorFlow": "tensorflow", "Ray": "ray"}
-
-
-def _distribution(props: dict) -> Distribution | None:
-    """The job's distribution as the spec layer models it, from Azure's REST shape (None without one)."""
-    dist = props.get("distribution") or {}
-    kind = _REST_DISTRIBUTION.get(dist.get("distributionType"))
-    if kind is None:
-        return None
-    return Distribution(type=kind, process_count_per_instance=dist.get("processCountPerInstance"),
-                        worker_count=dist.get("workerCount"),
-                        parameter_server_count=int(dist.get("parameterServerCount") or 0))
-
-
-def _entity_distribution(job) -> Distribution | None:
-    """The same from an azure-ai-ml job entity (what `jobs.list` returns)."""
-    dist = getattr(job, "distribution", None)
-    kind = str(getattr(dist, "type", "") or "").lower()
-    if dist is None or kind not in _REST_DISTRIBUTION.values():
-        return None
-    return Distribution(type=kind, process_count_per_instance=getattr(dist, "process_count_per_instance", None),
-                        worker_count=getattr(dist, "worker_count", None),
-                        parameter_server_count=int(getattr(dist, "parameter_server_count", None) or 0))
-
-
-def shape_of(nodes: int, d: Distribution | None) -> tuple[int, int, int]:
-    """(nodes, processes per node, processes in all) by the spec layer's one rule (Distribution): a
-    TensorFlow job's parameter servers count, and a job without a distribution runs once per node."""
-    if d is None:
-        return nodes, 1, nodes
-    return nodes, d.processes_per_node(nodes), d.process_count(nodes)
-
-
-def _workers(props: dict) -> int | None:
-    """A TensorFlow job's worker count (its parameter servers' ranks come after the workers); None otherwise."""
-    d = _distribution(props)
-    if d is None or d.type != "tensorflow":
-        return None
-    return d.workers(int((props.get("resources") or {}).get("instanceCount") or 1))
-
-
-def _shape(props: dict) -> tuple[int, int]:
-    """(nodes, processes per node) of a job as Azure returns it, counted as the spec layer counts."""
-    nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
-    n, ppn, _ = shape_of(nodes, _distribution(props))
-    return n, ppn
-
-
-def _timeout_seconds(props: dict) -> float | None:
-    t = (props.get("limits") or {}).get("timeout")
-    if not t:
-        return None
-    if isinstance(t, (int, float)):
-        return float(t)
-    m = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?)?", str(t))
-    if not m:
-        return None
-    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-    return d * 86400 + h * 3600 + mi * 60 + s
-
-
-def trim_lines(text: str) -> str:
-    """Text without its leading and trailing blank lines: run history's error message starts with a newline
-    ("\nError Code: ScriptExecution...\nNative Error: ..."), which would print `failed: ` on a line of its own."""
-    lines = text.splitlines()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(lines)
-
-
-def _error_message(err) -> str | None:
-    d = _as_dict(err)
-    inner = d.get("error") if isinstance(d.get("error"), dict) else d
-    if not inner:
-        return None
-    msg = trim_lines(redact(str(inner.get("message") or inner.get("code") or ""))) or None   # the service's text
-    code = inner.get("code")
-    if msg and code and code not in msg:
-        return f"{msg} ({code})"
-    return msg
 
 
 class AzureBackend(Backend):
@@ -285,7 +165,7 @@ class AzureBackend(Backend):
 
         def get():
             try:
-                return _as_dict(sdk.job_rest(ml.jobs, name))
+                return jobinfo.as_dict(sdk.job_rest(ml.jobs, name))
             except ResourceNotFoundError as exc:
                 if _workspace_missing(exc):
                     raise
@@ -296,7 +176,7 @@ class AzureBackend(Backend):
     def _run_details(self, name: str) -> dict:
         ml = self.ml
         return self._retrying("read the run details",
-                              lambda: _as_dict(sdk.run_details(ml.jobs, name)), job=name)
+                              lambda: jobinfo.as_dict(sdk.run_details(ml.jobs, name)), job=name)
 
     # --- plan / submit -------------------------------------------------------------------------
     def plan(self, spec: JobSpec, options: SubmitOptions | None = None) -> AzurePlan:
@@ -360,7 +240,7 @@ class AzureBackend(Backend):
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 # A request may have been processed with its answer lost, and a retry of it refused
                 # (azure-core retries a PUT by itself): look before saying what happened or sending again.
-                existing = self._get_raw(name, gave_up=lambda reason: _maybe_submitted(name, exc, reason))
+                existing = self._get_raw(name, gave_up=lambda reason, exc=exc: _maybe_submitted(name, exc, reason))
                 if existing is not None:
                     info = self._adopt(plan, existing, ours=True)
                     if not transient(exc):
@@ -370,7 +250,7 @@ class AzureBackend(Backend):
                 if not transient(exc) or attempt == 2:
                     raise translate(exc, what=f"submit job '{name}'", job=name, workspace=self._ws) from exc
                 backoff.sleep()
-        info = self._info_from_entity(created)
+        info = jobinfo.info_from_entity(created, self.name)
         from .capacity import annotate
 
         annotate(self.capacity(), info, plan.body)    # why it waits, from its first status on
@@ -385,9 +265,9 @@ class AzureBackend(Backend):
                              hint="give a new name with --name (or drop `name:` from the spec to get a generated "
                                   f"one); `dtrain status {plan.name}` shows the existing job")
         if not ours:
-            self._tell(f"job '{plan.name}' already exists with this spec ({_status_text(props.get('status'))}): "
+            self._tell(f"job '{plan.name}' already exists with this spec ({jobinfo.status_text(props.get('status'))}): "
                        "following it instead of submitting again")
-        return self._info_from_rest(existing)
+        return jobinfo.info_from_rest(existing, self.name)
 
     # --- status ----------------------------------------------------------------------------------
     def status(self, name: str) -> JobInfo:
@@ -397,7 +277,7 @@ class AzureBackend(Backend):
         if raw is None:
             raise JobNotFound(f"no Azure ML job named '{name}' in workspace {self.workspace().workspace_name}",
                               hint="`dtrain list` shows the jobs")
-        info = self._info_from_rest(raw)
+        info = jobinfo.info_from_rest(raw, self.name)
         from .capacity import annotate
 
         annotate(self.capacity(), info, raw.get("properties") or {})   # VM size; why it waits
@@ -418,16 +298,16 @@ class AzureBackend(Backend):
             rd = self._run_details(info.name)
         except (LostTrack, JobNotFound, ConfigError):
             return
-        info.started = _iso(parse_time(rd.get("startTimeUtc") or rd.get("start_time_utc"))) or info.started
-        info.ended = _iso(parse_time(rd.get("endTimeUtc") or rd.get("end_time_utc"))) or info.ended
-        message = _error_message(rd.get("error"))
-        limit = _timeout_seconds(props)
+        info.started = jobinfo.iso(parse_time(rd.get("startTimeUtc") or rd.get("start_time_utc"))) or info.started
+        info.ended = jobinfo.iso(parse_time(rd.get("endTimeUtc") or rd.get("end_time_utc"))) or info.ended
+        message = jobinfo.error_message(rd.get("error"))
+        limit = jobinfo.timeout_seconds(props)
         if limit and info.status in ("Canceled", "Failed"):
             s, e = parse_time(info.started), parse_time(info.ended)
             ran = (e - s).total_seconds() if s and e else None
             info.timed_out = bool((message and _TIMEOUT_MESSAGE.search(message)) or (ran is not None and ran >= limit))
         if info.status == "Failed":
-            info.failure = self._failure(info, message, rd, _workers(props), props)
+            info.failure = self._failure(info, message, rd, jobinfo.tf_workers(props), props)
         elif info.status in ("NotResponding", "Paused") and message:   # why a node was lost (exit 5)
             info.failure = FailureInfo(message=message)
 
@@ -472,7 +352,7 @@ class AzureBackend(Backend):
             raise JobNotFound(f"no Azure ML job named '{name}'", hint="`dtrain list` shows the jobs")
         props = raw.get("properties") or {}
         nodes = int((props.get("resources") or {}).get("instanceCount") or 1)
-        _, ppn, world = shape_of(nodes, _distribution(props))
+        _, ppn, world = jobinfo.shape_of(nodes, jobinfo.rest_distribution(props))
         if rank is not None and not 0 <= rank < world:
             raise UsageError(f"job '{name}' has no rank {rank}", hint=f"ranks are 0..{world - 1}")
         ml = self.ml
@@ -480,7 +360,7 @@ class AzureBackend(Backend):
 
         def details():
             try:
-                rd = _as_dict(sdk.run_details(ml.jobs, name))
+                rd = jobinfo.as_dict(sdk.run_details(ml.jobs, name))
                 files = sources.files(rd.get("logFiles") or rd.get("log_files") or {})
             except DtrainError:
                 raise
@@ -488,9 +368,9 @@ class AzureBackend(Backend):
                 if transient(exc):
                     raise                       # follow_logs tries again, then raises LostTrack
                 raise translate(exc, what="read the job's logs", job=name, workspace=self._ws) from exc
-            return _status_text(rd.get("status")), files
+            return jobinfo.status_text(rd.get("status")), files
 
-        return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=_workers(props),
+        return follow_logs(details, follow=follow, rank=rank, ppn=ppn, workers=jobinfo.tf_workers(props),
                            cadence=Backoff(self.log_poll_s, self.log_poll_cap_s))
 
     def files(self, name: str, *, outputs: list | None = None, logs: bool = False) -> list:
@@ -695,12 +575,12 @@ class AzureBackend(Backend):
         def fetch():
             out = []
             for job in ml.jobs.list(**kwargs):
-                if job is None or not _listed(job, experiment, tags, wanted):
+                if job is None or not jobinfo.listed(job, experiment, tags, wanted):
                     continue
                 out.append(job)
                 if wanted == set():
                     break
-            out.sort(key=_created_at, reverse=True)
+            out.sort(key=jobinfo.created_at, reverse=True)
             return out if limit is None else out[:limit]
 
         jobs = self._retrying("list jobs", fetch)
@@ -708,7 +588,7 @@ class AzureBackend(Backend):
 
         infos = []
         for job in jobs:
-            info = self._info_from_entity(job)
+            info = jobinfo.info_from_entity(job, self.name)
             if info.terminal and info.status in ("Canceled", "Failed") and getattr(job, "limits", None) \
                     and getattr(job.limits, "timeout", None):
                 info = self._final.get(info.name) or self.status(info.name)  # once per ended job, then cached
@@ -718,51 +598,6 @@ class AzureBackend(Backend):
                                                  "resources": {"instanceType": info.instance_type}})
             infos.append(info)
         return infos
-
-    # --- conversions -----------------------------------------------------------------------------
-    def _info_from_rest(self, raw: dict) -> JobInfo:
-        props = raw.get("properties") or {}
-        nodes, ppn = _shape(props)
-        sysd = raw.get("systemData") or raw.get("system_data") or {}
-        studio = ((props.get("services") or {}).get("Studio") or {}).get("endpoint")
-        return JobInfo(name=raw.get("name"), backend=self.name, status=_status_text(props.get("status")),
-                       display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
-                       created=_iso(parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
-                       url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),
-                       archived=bool(props.get("isArchived")), services=job_services(props),
-                       instance_type=(props.get("resources") or {}).get("instanceType"))
-
-    def _info_from_entity(self, job) -> JobInfo:
-        nodes = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
-        _, ppn, _ = shape_of(nodes, _entity_distribution(job))
-        created = getattr(getattr(job, "creation_context", None), "created_at", None)
-        return JobInfo(name=job.name, backend=self.name, status=_status_text(job.status),
-                       display_name=job.display_name, experiment_name=job.experiment_name,
-                       created=_iso(parse_time(created)), nodes=int(nodes), processes_per_node=int(ppn),
-                       url=getattr(job, "studio_url", None), tags=dict(job.tags or {}),
-                       description=getattr(job, "description", None),
-                       instance_type=getattr(getattr(job, "resources", None), "instance_type", None))
-
-
-def _listed(job, experiment: str | None, tags: dict, wanted: set | None) -> bool:
-    """Whether a listed job is one asked for (a wanted name is struck off once seen)."""
-    if wanted is not None:
-        if job.name not in wanted:
-            return False
-        wanted.discard(job.name)
-    if experiment and job.experiment_name != experiment:
-        return False
-    jt = job.tags or {}
-    return not any(k not in jt or (v not in (None, "") and str(jt[k]) != str(v)) for k, v in tags.items())
-
-
-def _created_at(job) -> datetime:
-    """A listed job's creation time (the oldest possible when the service gave none)."""
-    created = parse_time(getattr(getattr(job, "creation_context", None), "created_at", None))
-    if created is None:
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return created if created.tzinfo else created.replace(tzinfo=timezone.utc)
-
 
 def _first_line(exc) -> str:
     text = redact(str(getattr(exc, "message", None) or exc)).strip()

@@ -311,10 +311,10 @@ class Reader:
     def image_build(self, job: str) -> str | None:
         """The image build log the job's run lists while it builds (run details' logFiles), else None."""
         from . import sdk
-        from .backend import _as_dict
+        from .jobinfo import as_dict
 
         def read():
-            rd = _as_dict(sdk.run_details(self.ml.jobs, job))
+            rd = as_dict(sdk.run_details(self.ml.jobs, job))
             return image_build_log(rd.get("logFiles") or rd.get("log_files") or {})
         return self._cached("build:" + job, read)
 
@@ -322,7 +322,7 @@ class Reader:
         """(How many jobs wait on the compute that were created before `job`, whether the listing stopped at
         MAX_LISTED): the Jobs list has no compute or status filter, so the workspace's active jobs are read, at
         most MAX_LISTED of them, once per `ttl` for every waiting job on that compute."""
-        from .backend import _created_at, _status_text
+        from .jobinfo import created_at, status_text
 
         def read():
             waiting, seen = [], 0
@@ -331,8 +331,8 @@ class Reader:
                 if seen > MAX_LISTED:
                     return waiting, True
                 if j is not None and compute_name(getattr(j, "compute", None)) == compute \
-                        and _status_text(getattr(j, "status", None)) in WAITING:
-                    waiting.append((j.name, _created_at(j)))
+                        and status_text(getattr(j, "status", None)) in WAITING:
+                    waiting.append((j.name, created_at(j)))
             return waiting, False
         queued, capped = self._cached("queue:" + compute, read)
         mine = next((t for n, t in queued if n == job), None) or parse_time(created)
