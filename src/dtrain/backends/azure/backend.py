@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 from ...errors import BackendError, ConfigError, DtrainError, JobNotFound, LostTrack, UsageError
 from ...spec.model import JobSpec
@@ -54,7 +54,7 @@ class AzureBackend(Backend):
         self.storage_endpoint = storage_endpoint_from_env()   # DTRAIN_STORAGE_ENDPOINT: loopback only
         self._credential = credential
         self._ml = None
-        self._ws = None
+        self._ws: Any = None                           # the resolved workspace (workspace.py), once asked
         # follow.wait_all polls no faster than this cap allows: Azure calls cost, a local file read does not.
         self.poll_cap_s = settings().number("DTRAIN_AZURE_POLL_CAP_S")
         self.log_poll_s = settings().number("DTRAIN_AZURE_LOG_POLL_S")
@@ -617,7 +617,7 @@ def _sent_to_azure(exc) -> bool:
 
     try:
         import requests
-        net = (AzureError, requests.RequestException, ConnectionError, TimeoutError)
+        net: tuple = (AzureError, requests.RequestException, ConnectionError, TimeoutError)
     except ImportError:  # pragma: no cover
         net = (AzureError, ConnectionError, TimeoutError)
     return isinstance(exc, net)

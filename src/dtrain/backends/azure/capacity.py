@@ -183,7 +183,7 @@ def findings(*, vm_size: str | None, nodes: int, compute: Compute | None, usages
 
 
 def _cluster_findings(c: Compute, nodes: int, spec_vm_size: str | None) -> list:
-    out = []
+    out: list = []
     if c.kind and c.kind != "AmlCompute":
         return out
     if c.max_nodes and nodes > c.max_nodes:

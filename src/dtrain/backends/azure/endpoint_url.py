@@ -84,4 +84,4 @@ def parse_endpoint(url: str) -> ParsedEndpoint:
     if (stack.scheme, stack_host, stack.port, stack.auth) != (strict.scheme, strict_host, strict_port, None) \
             or strict.username is not None:
         raise UnsafeEndpoint("the URL reads differently to different parsers")
-    return ParsedEndpoint(stack.scheme, stack_host, stack.port, is_loopback_host(stack_host))
+    return ParsedEndpoint(str(stack.scheme), stack_host, stack.port, is_loopback_host(stack_host))

@@ -66,7 +66,8 @@ def _message(exc: BaseException) -> str:
 
 
 def _chain_names(exc: BaseException) -> set[str]:
-    names, e = set(), exc
+    names: set[str] = set()
+    e: BaseException | None = exc
     for _ in range(8):
         if e is None:
             break
@@ -99,7 +100,7 @@ def translate(exc: BaseException, *, what: str, job: str | None = None, workspac
     try:
         from azure.identity import CredentialUnavailableError
     except ImportError:  # pragma: no cover
-        CredentialUnavailableError = ClientAuthenticationError  # type: ignore[misc]  # noqa: N806  (fallback class)
+        CredentialUnavailableError = ClientAuthenticationError  # type: ignore[misc,assignment]  # noqa: N806  (fallback class)
 
     ws = f" in workspace {workspace.workspace_name} (resource group {workspace.resource_group}, subscription " \
          f"{workspace.subscription_id}, from {workspace.source})" if workspace is not None else ""

@@ -52,7 +52,7 @@ _REST_DISTRIBUTION = {"PyTorch": "pytorch", "Mpi": "mpi", "TensorFlow": "tensorf
 def rest_distribution(props: dict) -> Distribution | None:
     """The job's distribution as the spec layer models it, from Azure's REST shape (None without one)."""
     dist = props.get("distribution") or {}
-    kind = _REST_DISTRIBUTION.get(dist.get("distributionType"))
+    kind = _REST_DISTRIBUTION.get(str(dist.get("distributionType")))
     if kind is None:
         return None
     return Distribution(type=kind, process_count_per_instance=dist.get("processCountPerInstance"),
@@ -136,7 +136,7 @@ def info_from_rest(raw: dict, backend: str) -> JobInfo:
     nodes, ppn = rest_shape(props)
     sysd = raw.get("systemData") or raw.get("system_data") or {}
     studio = ((props.get("services") or {}).get("Studio") or {}).get("endpoint")
-    return JobInfo(name=raw.get("name"), backend=backend, status=status_text(props.get("status")),
+    return JobInfo(name=str(raw.get("name") or ""), backend=backend, status=status_text(props.get("status")),
                    display_name=props.get("displayName"), experiment_name=props.get("experimentName"),
                    created=iso(parse_time(sysd.get("createdAt"))), nodes=nodes, processes_per_node=ppn,
                    url=studio, tags=dict(props.get("tags") or {}), description=props.get("description"),

@@ -104,7 +104,8 @@ class MlflowRest:
         resp = self._client.send_request(req)
         data = response_json(resp)
         if resp.status_code >= 400:
-            err = data.get("error") if isinstance(data.get("error"), dict) else data
+            inner = data.get("error")
+            err = inner if isinstance(inner, dict) else data
             raise MlflowError(resp.status_code, str(err.get("error_code") or err.get("code") or "Error"),
                               str(err.get("message") or resp.reason or ""))
         return data

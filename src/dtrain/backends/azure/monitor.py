@@ -107,7 +107,8 @@ class MonitorRest:
         resp = self._client.send_request(HttpRequest("GET", self.url, params=params))
         data = response_json(resp)
         if resp.status_code >= 400:
-            err = data.get("error") if isinstance(data.get("error"), dict) else data
+            inner = data.get("error")
+            err = inner if isinstance(inner, dict) else data
             code, message = str(err.get("code") or "Error"), str(err.get("message") or resp.reason)
             if resp.status_code in (401, 403):
                 from ...errors import ConfigError
@@ -127,7 +128,7 @@ def _series(data: dict) -> tuple[list, str | None]:
     """Metrics_List's answer as dtrain Series, and which naming answered ("current" wins where both did)."""
     out: dict = {"current": [], "legacy": []}
     for metric in data.get("value") or []:
-        name = (metric.get("name") or {}).get("value")
+        name = str((metric.get("name") or {}).get("value") or "")
         naming, spec = ("current", CURRENT[name]) if name in CURRENT else ("legacy", LEGACY.get(name))
         if spec is None:
             continue

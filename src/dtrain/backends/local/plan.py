@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...errors import UsageError
 from ...spec.model import JobSpec, RankSlot, is_remote_ref, layout
@@ -171,7 +172,7 @@ class LocalPlan:
     @classmethod
     def from_dict(cls, d: dict) -> "LocalPlan":
         procs = [LocalProcess.from_dict(p) for p in d["processes"]]
-        kw = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
+        kw: dict[str, Any] = {k: d.get(k) for k in ("name", "job_dir", "framework", "nodes", "processes_per_node", "command",
                                     "ranks", "n_ports", "ports", "code", "inputs", "outputs", "output_dirs",
                                     "timeout", "experiment_name", "display_name", "tags", "notes", "spec_source",
                                     "python_link", "instance_type", "preempt_after_s", "job_env")}
