@@ -56,5 +56,5 @@ def console():
     from rich.console import Console
 
     # Piped output has no width: use a wide one rather than truncating names.
-    return Console(file=PipeSafe(sys.stdout), width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
+    return Console(file=PipeSafe(sys.stdout),  # type: ignore[arg-type]  # a text stream that drops EPIPE width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
                    highlight=False)

@@ -301,7 +301,7 @@ class Map(Field):
                 hint=f"did you mean '{dym}'?" if dym else f"valid keys here: {known}")
 
     def json(self):
-        d = {"type": "object", "properties": {k: f.json() for k, f in self.fields.items()}}
+        d: dict = {"type": "object", "properties": {k: f.json() for k, f in self.fields.items()}}
         if self.required:
             d["required"] = list(self.required)
         if not self.open:

@@ -62,11 +62,11 @@ class AzureBackend(Backend):
         self.status_attempts = int(settings().number("DTRAIN_AZURE_STATUS_ATTEMPTS"))
         self._final: dict[str, JobInfo] = {}          # terminal JobInfo per job: terminal is final
         self._details_cache: dict[str, dict] = {}
-        self._mlflow_rest = None                       # the workspace's MLflow REST client (metrics)
+        self._mlflow_rest: Any = None                  # the workspace's MLflow REST client (metrics)
         self._experiment_ids: dict[str, str | None] = {}
         self._search_state: dict = {}
-        self._capacity = None                          # capacity.Reader: compute and quota reads, cached
-        self._monitor_rest = None                      # Azure Monitor's metrics API (system metrics)
+        self._capacity: Any = None                     # capacity.Reader: compute and quota reads, cached
+        self._monitor_rest: Any = None                 # Azure Monitor's metrics API (system metrics)
         self._vm_sizes: dict = {}                      # compute name -> its VM size (top redraws)
 
     # --- configuration -------------------------------------------------------------------------

@@ -325,7 +325,8 @@ class Reader:
         from .jobinfo import created_at, status_text
 
         def read():
-            waiting, seen = [], 0
+            waiting: list = []
+            seen = 0
             for j in self.ml.jobs.list():         # ActiveOnly, as az ml job list
                 seen += 1
                 if seen > MAX_LISTED:

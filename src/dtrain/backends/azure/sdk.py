@@ -130,11 +130,11 @@ def input_upload_marks():
                 setattr(exc, INPUT_MARK, str(path))
             raise
 
-    JobOperations._resolve_job_input = resolve
+    JobOperations._resolve_job_input = resolve  # type: ignore[method-assign]
     try:
         yield
     finally:
-        JobOperations._resolve_job_input = original
+        JobOperations._resolve_job_input = original  # type: ignore[method-assign]
 
 
 def _policy(target: str):
@@ -160,7 +160,7 @@ def _not_for_unresolved(original):
 def no_retry_on_unresolved_names():
     """While inside, a request whose host name does not resolve (unresolved.py) fails at once instead of
     being retried by azure-core or azure-storage (a minute and a half for a storage upload)."""
-    patched = []
+    patched: list = []
     for target in RETRY_POLICIES:
         cls = _policy(target)
         original = cls.__dict__["increment"] if cls is not None else None

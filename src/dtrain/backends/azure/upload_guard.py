@@ -86,7 +86,7 @@ def guarded(call, grace_s: float = UPLOAD_GRACE_S):
 
 def _chain(exc):
     """exc and what it was raised from: the SDK re-raises some storage errors as its own exceptions."""
-    seen = []
+    seen: list = []
     while exc is not None and exc not in seen and len(seen) < 8:
         seen.append(exc)
         exc = exc.__cause__ or exc.__context__
