@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dtrain import chain as ch
+from dtrain.chain_recipe import save_recipe
 from dtrain.backends.base import FailureInfo, JobInfo
 from dtrain.errors import UsageError
 from dtrain.runner import Runner
@@ -112,7 +113,7 @@ def test_the_attempts_checkpoint_path_is_the_chains():
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
     spec = JobSpec(data={"command": "true"}, base_dir=tmp_path)
-    ch.save_recipe("c", spec, {}, True)
+    save_recipe("c", spec, {}, True)
     monkeypatch.setenv("DTRAIN_RETRY_BACKOFF_S", "0")
     return spec
 

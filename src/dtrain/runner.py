@@ -24,7 +24,8 @@ from . import jobindex
 from .backends import AZURE, LOCAL, backend_kinds, get_backend
 from .backends.azure.workspace import PARTS as WORKSPACE_PARTS  # noqa: F401  (no SDK: backends/azure is lean)
 from .backends.base import Backend, JobInfo, Notify, Plan, SubmitOptions
-from .chain import ChainView, Policy
+from .chain import Policy
+from .chain_view import ChainView
 from .errors import JobNotFound, UsageError
 from .spec.model import JobSpec
 from .status import JobStatus
@@ -191,12 +192,12 @@ class Runner:
     def _submit_chain(self, spec: JobSpec, options: SubmitOptions, policy: Policy, *, local: bool) -> JobInfo:
         """Attempt 1 of a retry chain named options.name (generated when absent), and the recipe a follower
         submits the next attempts from. A chain that exists already is followed, not submitted again."""
-        from . import chain as ch
+        from . import chain as ch, chain_recipe
         from .backends.names import generate_name
 
         name = options.name or spec.name or generate_name()
         ch.check_chain_name(name, policy.retries)
-        ch.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
+        chain_recipe.check_recipe_storable(name)       # exit 6 before anything is sent, not a chain that cannot retry
         is_local = local or spec.is_local_compute
         backend = self._backend(LOCAL if is_local else AZURE)
         plan = ch.attempt_plan(backend, spec, name, 1, policy, input_paths=options.input_paths,
@@ -210,7 +211,7 @@ class Runner:
                              hint="give a new name with --name")
         # Only now: a re-run that was refused (another spec under this name) must not change what the chain's
         # next attempts run.
-        ch.save_recipe(name, spec, options.input_paths, is_local)
+        chain_recipe.save_recipe(name, spec, options.input_paths, is_local)
         return backend.status(name)
 
     def advance(self, name: str) -> JobInfo:

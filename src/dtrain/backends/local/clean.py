@@ -62,7 +62,7 @@ class _Chains:
     never left without its head (its name) or without an attempt it still needs."""
 
     def __init__(self, backend):
-        from ...chain import ChainView
+        from ...chain_view import ChainView
 
         self._view = ChainView(getattr(backend, "inner", backend), None)
         self._inner = self._view.inner
