@@ -56,5 +56,6 @@ def console():
     from rich.console import Console
 
     # Piped output has no width: use a wide one rather than truncating names.
-    return Console(file=PipeSafe(sys.stdout),  # type: ignore[arg-type]  # a text stream that drops EPIPE width=None if sys.stdout.isatty() else 200, markup=False, emoji=False,
-                   highlight=False)
+    out = PipeSafe(sys.stdout)            # a text stream that drops EPIPE (rich asks for an IO[str])
+    return Console(file=out, width=None if sys.stdout.isatty() else 200,  # type: ignore[arg-type]
+                   markup=False, emoji=False, highlight=False)
