@@ -142,7 +142,7 @@ def test_a_copy_failing_midway_leaves_no_staging_folder(tmp_path, monkeypatch):
     """ENOSPC (or anything) while the snapshot is copied: the staging folder goes, no job is created."""
     import errno
 
-    import dtrain.backends.local as local
+    import dtrain.backends.local.backend as local
     from dtrain.backends.base import SubmitOptions
     from dtrain.spec.validate import load_spec
 

@@ -49,7 +49,7 @@ def _enospc(*a, **kw):
 @pytest.mark.timeout(60)
 def test_a_full_disk_while_copying_is_a_configuration_error_and_leaves_nothing(write, dtrain_home, monkeypatch,
                                                                                 capsys):
-    from dtrain.backends import local
+    from dtrain.backends.local import backend as local
     from dtrain.cli import main
 
     write("src/train.py", "x = 1\n" * 1000)
@@ -64,7 +64,7 @@ def test_a_full_disk_while_copying_is_a_configuration_error_and_leaves_nothing(w
 
 @pytest.mark.timeout(60)
 def test_a_full_disk_when_starting_the_supervisor_leaves_no_queued_job(write, dtrain_home, monkeypatch, capsys):
-    from dtrain.backends import local
+    from dtrain.backends.local import backend as local
     from dtrain.cli import main
 
     spec = write("job.yml", JOB)

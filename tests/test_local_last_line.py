@@ -2,7 +2,7 @@
 import os
 import tracemalloc
 
-from dtrain.backends.local import _last_line
+from dtrain.backends.local.backend import _last_line
 
 
 def test_last_line_reads_a_bounded_tail_while_the_log_grows(tmp_path, monkeypatch):

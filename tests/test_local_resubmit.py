@@ -37,7 +37,7 @@ def test_rerun_starts_a_job_whose_submit_was_killed(cli, write, dtrain_home):
 
 
 def test_a_queued_job_whose_submitter_lives_is_not_started_twice(write, dtrain_home, monkeypatch):
-    from dtrain.backends import local
+    from dtrain.backends.base import SubmitOptions
     from dtrain.backends.local import LocalBackend
     from dtrain.spec.validate import load_spec
 
@@ -45,7 +45,7 @@ def test_a_queued_job_whose_submitter_lives_is_not_started_twice(write, dtrain_h
     starts = []
     monkeypatch.setattr(LocalBackend, "_start_supervisor", lambda self, d: starts.append(d))
     b = LocalBackend()
-    plan = b.plan(spec, local.SubmitOptions(name="alive"))
+    plan = b.plan(spec, SubmitOptions(name="alive"))
     b.submit(plan)
-    b.submit(b.plan(spec, local.SubmitOptions(name="alive")))   # its submitter (this process) still runs
+    b.submit(b.plan(spec, SubmitOptions(name="alive")))   # its submitter (this process) still runs
     assert len(starts) == 1
