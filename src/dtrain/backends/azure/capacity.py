@@ -261,16 +261,15 @@ def _since(ts: str | None, now: datetime | None) -> str:
 
 # --- the reads (azure-ai-ml, lazily) ------------------------------------------------------------------
 class Reader:
-    """Reads a compute and the region's usages through an MLClient, each at most once per `ttl` seconds (a
-    waiting job is polled every few seconds; the cluster's state is worth a read twice a minute)."""
+    """Reads a compute, the region's usages, a run's image build and the queue on a cluster through an MLClient,
+    each at most once per `ttl` seconds (a waiting job is polled every few seconds; the cluster's state is worth
+    a read twice a minute)."""
 
     def __init__(self, ml, workspace_name: str, ttl: float = 30.0):
         self.ml, self.workspace_name, self.ttl = ml, workspace_name, ttl
-        self._computes: dict = {}
-        self._usages: tuple | None = None
         self._region: str | None = None
         self._sizes: dict | None = None
-        self._reads: dict = {}                   # the image build and queue reads: key -> (when, value)
+        self._reads: dict = {}                   # what was read, by key -> (when, value): compute, quota, queue
 
     def region(self) -> str:
         if self._region is None:
@@ -280,13 +279,10 @@ class Reader:
     def compute(self, name: str) -> Compute | None:
         from . import sdk
 
-        hit = self._computes.get(name)
-        if hit and time.monotonic() - hit[0] < self.ttl:
-            return hit[1]
-        body = sdk.compute_rest(self.ml, name)
-        c = Compute.from_rest(name, body) if body else None
-        self._computes[name] = (time.monotonic(), c)
-        return c
+        def read():
+            body = sdk.compute_rest(self.ml, name)
+            return Compute.from_rest(name, body) if body else None
+        return self._cached("compute:" + name, read)
 
     def sizes(self) -> dict:
         """VM size (lower case) -> (quota family, vCPUs) as the region's VirtualMachineSizes list says
@@ -340,11 +336,7 @@ class Reader:
         return sum(1 for n, t in queued if n != job and (mine is None or t < mine)), capped
 
     def usages(self) -> list:
-        if self._usages and time.monotonic() - self._usages[0] < self.ttl:
-            return self._usages[1]
-        got = [_usage(u) for u in self.ml.compute.list_usage(location=self.region())]
-        self._usages = (time.monotonic(), got)
-        return got
+        return self._cached("usages", lambda: [_usage(u) for u in self.ml.compute.list_usage(location=self.region())])
 
 
 # --- what the backend calls -------------------------------------------------------------------------
