@@ -167,7 +167,7 @@ def job_cost(info, *, region: str | None = None, tier: str | None = None) -> dic
 
 
 def cost_text(c: dict) -> str:
-    """ "$12.34 (2 nodes x 0.0628 h at $98.32/h, Azure Retail Prices API 2026-11-25, 0 days old)" """
+    """ "$12.34 (2 nodes x 3:46 at $98.32/h in eastus, Azure Retail Prices API, 2026-11-25, today; ...)" """
     price = c.get("price")
     if price is None:
         # one short line at the end of every job; the whole reason is `dtrain cost`'s (and -o json's)
@@ -178,8 +178,11 @@ def cost_text(c: dict) -> str:
         parts = ", ".join(f"attempt {a['attempt']} ${a['total']:,.2f}" for a in c["attempts"] if a.get("total") is not None)
         return (f"${c['total']:,.2f} in total ({parts}) at ${price['per_hour']:,.4g}/h per node in {c['region']}{mark} "
                 f"({src})")
-    return (f"${c['total']:,.2f}{mark} ({c['nodes']} node{'s' if c['nodes'] != 1 else ''} x "
-            f"{c['seconds'] / 3600:.4g} h at ${price['per_hour']:,.4g}/h in {c['region']}, {src}; {RUN_TIME_ONLY})")
+    from .progress import clock
+
+    return (f"${c['total']:,.2f}{mark} ({c['nodes']} node{'s' if c['nodes'] != 1 else ''} x {clock(c['seconds'])} "
+            f"at ${price['per_hour']:,.4g}/h in {c['region']}, {src}; run time only: start-up and idle nodes are "
+            "billed too)")
 
 
 # --- many jobs, and the --max-cost gate -------------------------------------------------------------
