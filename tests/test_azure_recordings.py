@@ -12,7 +12,7 @@ import urllib.request
 
 
 from azure_emulator import AzureMLEmulator, fake_jwt
-from azure_emulator.server import BLOB_CONTAINER, Blob
+from azure_emulator.wire import BLOB_CONTAINER, Blob
 
 _WS = re.compile(r"^https://[^/]+(/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
                  r"Microsoft\.MachineLearningServices/workspaces/[^/?]+)")

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from azure_emulator import AzureMLEmulator
-from azure_emulator.server import BLOB_CONTAINER, Blob
+from azure_emulator.wire import BLOB_CONTAINER, Blob
 from fakes import run_main
 from test_azure_backend import JOB_YML, expected_lines, project  # noqa: F401
 from test_azure_storage_logs import _in_process

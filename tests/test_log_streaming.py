@@ -120,7 +120,7 @@ def test_azure_failure_tail_learns_the_size_then_asks_start_end():
 def test_emulator_refuses_a_suffix_range():
     import requests
     from azure_emulator import AzureMLEmulator
-    from azure_emulator.server import Blob
+    from azure_emulator.wire import Blob
 
     with AzureMLEmulator() as emu:
         emu.blobs[("c", "b.txt")] = Blob(b"0123456789", "text/plain")

@@ -6,21 +6,10 @@
 
 from .client import AllowHttpOnLoopbackPolicy, StaticTokenCredential, cloud_kwargs, fake_jwt, make_ml_client
 from .faults import Fault, TokenExpiry
-from .server import (
-    BLOB_CONTAINER,
-    DEFAULT_SCRIPT,
-    RESOURCE_GROUP,
-    STORAGE_ACCOUNT,
-    SUBSCRIPTION_ID,
-    STORAGE_SUFFIX,
-    TERMINAL_STATUSES,
-    UNRESOLVABLE_SUFFIX,
-    WORKSPACE,
-    AzureMLEmulator,
-    RecordedRequest,
-    StatusScript,
-)
+from .server import AzureMLEmulator
 from .spec import PREVIEW_MFE, STABLE_MFE, SpecValidator, load_example, validate_job_body
+from .wire import (BLOB_CONTAINER, DEFAULT_SCRIPT, RESOURCE_GROUP, STORAGE_ACCOUNT, STORAGE_SUFFIX, SUBSCRIPTION_ID,
+                   TERMINAL_STATUSES, UNRESOLVABLE_SUFFIX, WORKSPACE, RecordedRequest, StatusScript)
 
 __all__ = [
     "AllowHttpOnLoopbackPolicy",

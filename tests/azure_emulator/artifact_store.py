@@ -28,7 +28,8 @@ from urllib.parse import unquote
 from .datastores import ACCOUNT_SAS, ARTIFACT_DATASTORE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .server import AzureMLEmulator, Blob, JobState
+    from .server import AzureMLEmulator
+    from .wire import Blob, JobState
 
 ACCOUNT_KEY = base64.b64encode(b"dtrain-emulator-account-key-0123").decode("ascii")
 SYSTEM_LOG = "system_logs/lifecycler/execution-wrapper.txt"
@@ -45,7 +46,7 @@ class ArtifactStore:
 
     # -- ARM: datastores/workspaceartifactstore[/listSecrets] ------------------------------------------
     def resource(self) -> Dict[str, Any]:
-        from .server import _PROVIDER, ARTIFACT_CONTAINER, _system_data
+        from .wire import _PROVIDER, ARTIFACT_CONTAINER, _system_data
 
         emu = self.emu
         return {
@@ -81,7 +82,7 @@ class ArtifactStore:
     # -- storage: access and the listing of log blobs -------------------------------------------------------
     def check_access(self, container: str, query: Dict[str, str], headers: Dict[str, str]) -> None:
         """403 for key-signed requests to the artifact container when shared-key access is off."""
-        from .server import ARTIFACT_CONTAINER, SAS_QUERY, HTTPError
+        from .wire import ARTIFACT_CONTAINER, SAS_QUERY, HTTPError
 
         if self.mode != "refused" or container != ARTIFACT_CONTAINER:
             return
@@ -94,7 +95,7 @@ class ArtifactStore:
     def listed(self, container: str, prefix: str) -> Dict[str, "Blob"]:
         """The user logs of every job under the prefix, as blobs (in "datastore" mode only: in "logFiles" mode
         the service keeps them elsewhere, which is why logFiles is all there is)."""
-        from .server import ARTIFACT_CONTAINER, Blob
+        from .wire import ARTIFACT_CONTAINER, Blob
 
         emu = self.emu
         if self.mode == "logFiles" or container != ARTIFACT_CONTAINER:

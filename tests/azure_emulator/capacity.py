@@ -78,7 +78,7 @@ class Capacity:
         self.vm_sizes: List[Dict[str, Any]] = default_vm_sizes()   # VirtualMachineSizes_List's value
 
     def route(self, emu: Any, method: str, path: str, query: Dict[str, str]) -> Optional[Tuple[int, Dict[str, str], bytes]]:
-        from .server import HTTPError, _json
+        from .wire import HTTPError, _json
 
         m = _USAGES_RE.match(path)
         if m and method == "GET":

@@ -30,7 +30,7 @@ class Datastores:
         self.keys: Dict[str, str] = {}
 
     def resource(self, name: str) -> Dict[str, Any]:
-        from .server import DEFAULT_DATASTORE, HTTPError
+        from .wire import DEFAULT_DATASTORE, HTTPError
 
         if name == DEFAULT_DATASTORE:          # as recorded (test_command_job_serverless.json)
             resource = self.emu._datastore()
@@ -45,11 +45,11 @@ class Datastores:
 
     def call(self, method: str, parts: List[str], query: Dict[str, str],
              body: Any) -> Tuple[int, Dict[str, str], bytes]:
-        from .server import HTTPError, _json
+        from .wire import HTTPError, _json
 
         n = len(parts)
         if n == 1 and method == "GET":
-            from .server import DEFAULT_DATASTORE
+            from .wire import DEFAULT_DATASTORE
 
             names = [DEFAULT_DATASTORE, ARTIFACT_DATASTORE, *sorted(self.created)]
             return _json(200, {"value": [self.resource(x) for x in names]})
@@ -62,7 +62,7 @@ class Datastores:
         raise HTTPError(404, "NotFound", f"The emulator has no route for {method} datastores/{'/'.join(parts[1:])}")
 
     def secrets(self, name: str, body: Any) -> Dict[str, Any]:
-        from .server import SAS_QUERY
+        from .wire import SAS_QUERY
 
         self.resource(name)                                  # 404 for an unknown datastore
         expirable = bool((body or {}).get("expirableSecret"))
@@ -73,7 +73,7 @@ class Datastores:
         return {"secretsType": "AccountKey", "key": self.keys[name]}
 
     def _put(self, name: str, query: Dict[str, str], body: Any) -> Tuple[int, Dict[str, str], bytes]:
-        from .server import _PROVIDER, HTTPError, _json, _system_data
+        from .wire import _PROVIDER, HTTPError, _json, _system_data
 
         props = (body or {}).get("properties") if isinstance(body, dict) else None
         if not isinstance(props, dict) or not props.get("datastoreType"):

@@ -6,173 +6,61 @@ and streaming command jobs, on plain http bound to 127.0.0.1.  See docs/azure-em
 
 from __future__ import annotations
 
-import base64
 import copy
-import hashlib
-import json
 import re
 import socket
 import struct
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
-from xml.etree import ElementTree
-from xml.sax.saxutils import escape as xml_escape
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from .artifact_store import ArtifactStore
+from .blobs import BlobStorage
 from .datastores import Datastores
 from .capacity import Capacity
+from .history import RunHistory
 from .faults import RESET, RESET_AFTER, SLOW, STATUS, Fault, TokenExpiry, compile_pattern
 from .mlflow_api import PATH_RE as _MLFLOW_RE
 from .mlflow_api import MlflowTracking
 from .monitor import MonitorMetrics
 from .shapes import service_environment_properties, service_job_properties
 from .spec import SpecValidator, default_validator, validate_job_body
-
-SUBSCRIPTION_ID = "00000000-1111-2222-3333-444444444444"
-RESOURCE_GROUP = "dtrain-rg"
-WORKSPACE = "dtrain-ws"
-LOCATION = "eastus"
-STORAGE_ACCOUNT = "dtrainemustorage"
-STORAGE_SUFFIX = "core.windows.net"
-UNRESOLVABLE_SUFFIX = "storage.invalid"
-DEFAULT_DATASTORE = "workspaceblobstore"
-ARTIFACT_CONTAINER = "azureml"    # the container of datastore workspaceartifactstore (artifact_store.py)
-BLOB_CONTAINER = "azureml-blobstore-00000000-0000-0000-0000-000000000000"
-SAS_QUERY = "sv=2021-08-06&sr=c&sp=racwl&se=2099-01-01T00%3A00%3A00Z&sig=ZW11bGF0b3I%3D"
-
-TERMINAL_STATUSES = ("Completed", "Failed", "Canceled", "NotResponding", "Paused")
-# the recorded job create answers Starting and the next GET Preparing (test_command_job_serverless.json)
-DEFAULT_SCRIPT = ("Starting", "Preparing", "Queued", "Running", "Finalizing", "Completed")
-# statuses before the run starts: no startTimeUtc yet (the service sets it when the job starts)
-NOT_STARTED_STATUSES = ("NotStarted", "Starting", "Provisioning", "Preparing", "Queued")
-CAE_CLAIMS = base64.b64encode(
-    b'{"access_token":{"nbf":{"essential":true,"value":"1700000000"}}}'
-).decode("ascii")
-
-_PROVIDER = "Microsoft.MachineLearningServices"
-_ARM_WS_RE = re.compile(
-    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
-    r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)(?P<rest>/.*)?$",
-    re.IGNORECASE,
-)
-# where the recorded cancel's Location points: a subscription-level operation result, not the workspace
-_MFE_OPERATION_RE = re.compile(
-    r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.MachineLearningServices/locations/[^/]+"
-    r"/mfeOperationResults/(?P<op>[^/]+)$",
-    re.IGNORECASE,
-)
-_HISTORY_RE = re.compile(
-    r"^/history/v1\.0/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
-    r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)(?:/experiments/(?P<exp>[^/]+))?"
-    r"/runs/(?P<run>[^/]+)(?P<rest>/.*)?$",
-    re.IGNORECASE,
+from .wire import (
+    BLOB_CONTAINER,
+    Blob,
+    CAE_CLAIMS,
+    DEFAULT_DATASTORE,
+    HTTPError,
+    JobState,
+    LOCATION,
+    NOT_STARTED_STATUSES,
+    RESOURCE_GROUP,
+    RecordedRequest,
+    SAS_QUERY,
+    STORAGE_ACCOUNT,
+    STORAGE_SUFFIX,
+    SUBSCRIPTION_ID,
+    StatusScript,
+    TERMINAL_STATUSES,
+    WORKSPACE,
+    _ARM_WS_RE,
+    _HISTORY_RE,
+    _MFE_OPERATION_RE,
+    _PROVIDER,
+    _error_payload,
+    _json,
+    _now_iso,
+    _num,
+    _parse_json,
+    _public,
+    _retry_after,
+    _system_data,
 )
 
-
-def _now_iso(ts: Optional[float] = None) -> str:
-    dt = datetime.fromtimestamp(ts if ts is not None else time.time(), tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _http_date(ts: float) -> str:
-    return formatdate(ts, usegmt=True)
-
-
-class HTTPError(Exception):
-    def __init__(self, status: int, code: str, message: str, headers: Optional[Dict[str, str]] = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
-
-
-# ---------------------------------------------------------------------------------------------
-# recorded state
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RecordedRequest:
-    """One request the emulator received.  ``headers`` has Authorization redacted; ``bearer``
-    says whether a ``Bearer`` token was present."""
-
-    method: str
-    path: str
-    query: Dict[str, str]
-    headers: Dict[str, str]
-    bearer: bool
-    body: Any
-    raw_body: bytes
-    time: float
-    status: Optional[int] = None
-    fault: Optional[str] = None
-    response_bytes: int = 0  # body bytes answered (benchmarks: bytes fetched per byte of log)
-
-    @property
-    def api_version(self) -> Optional[str]:
-        return self.query.get("api-version")
-
-    def __repr__(self) -> str:  # short, for assertion messages
-        return f"<{self.method} {self.path} -> {self.status}{' ' + self.fault if self.fault else ''}>"
-
-
-@dataclass
-class StatusScript:
-    """How a job's status moves.  ``seconds_per_step=None`` advances one step per status read
-    (a GET of the job or of its run details); a number advances on wall-clock time."""
-
-    statuses: Tuple[str, ...] = DEFAULT_SCRIPT
-    seconds_per_step: Optional[float] = 0.5
-    error: Optional[Dict[str, Any]] = None
-    log_lines_per_step: int = 3
-
-    def __post_init__(self) -> None:
-        self.statuses = tuple(self.statuses)
-        if not self.statuses:
-            raise ValueError("a status script needs at least one status")
-
-
-@dataclass
-class Blob:
-    data: bytes
-    content_type: str = "application/octet-stream"
-    metadata: Dict[str, str] = field(default_factory=dict)
-    last_modified: float = field(default_factory=time.time)
-
-    @property
-    def etag(self) -> str:
-        return '"0x' + hashlib.md5(self.data + str(self.last_modified).encode()).hexdigest()[:16].upper() + '"'
-
-
-@dataclass
-class JobState:
-    name: str
-    body: Dict[str, Any]  # the body as PUT
-    created: float
-    script: StatusScript
-    reads: int = 0
-    cancel_requested: Optional[float] = None
-    cancel_reads: int = 0
-    cancel_final: Optional[float] = None
-    started: Optional[float] = None  # when the run left the not-started statuses: the run's startTimeUtc
-    extra_log: Dict[int, str] = field(default_factory=dict)
-    # (generated lines at the time, text) per rank: appended text stays where it was written, so a
-    # log only ever grows at its end, as real log files do (Range reads rely on that)
-    appended: Dict[int, List[Tuple[int, str]]] = field(default_factory=dict)
-    frozen_position: Optional[float] = None
-    puts: int = 1
-
-    @property
-    def props(self) -> Dict[str, Any]:
-        return self.body.get("properties", {})
-
-
-class AzureMLEmulator:
+class AzureMLEmulator(RunHistory, BlobStorage):
     """Threaded HTTP emulator of Azure ML on ``http://127.0.0.1:<free port>``.
 
     Use as a context manager (or call :meth:`start` / :meth:`stop`).  Everything it receives is in
@@ -992,357 +880,12 @@ class AzureMLEmulator:
             self.environments[(name, version)] = resource
         return resource
 
-    # -- run history ---------------------------------------------------------------------------------
-    def _history(self, method: str, run_id: str, rest: str, query: Dict[str, str],
-                 body: Any = None) -> Tuple[int, Dict[str, str], bytes]:
-        if method == "PATCH":
-            return self._patch_run(run_id, rest, body)
-        if method != "GET":
-            raise HTTPError(404, "NotFound", f"The emulator has no route for {method} runs/{run_id}{rest}")
-        state = self._job(run_id)
-        with self._lock:
-            status = self._status(state, advance=True)
-            if rest in ("", "/"):
-                return _json(200, self._run(state, status))
-            if rest == "/details":
-                details = self._run(state, status)
-                details["logFiles"] = self.artifacts.log_files(state, status)
-                details["runDefinition"] = {"command": state.props.get("command")}
-                details["warnings"] = []
-                return _json(200, details)
-        raise HTTPError(404, "NotFound", f"The emulator has no route for GET runs/{run_id}{rest}")
-
-    def _patch_run(self, run_id: str, rest: str, body: Any) -> Tuple[int, Dict[str, str], bytes]:
-        """The run history's edits, which the SDK's jobs.update/archive/restore send (Studio's inline edits):
-        PATCH runs/{id} with a CreateRun (displayName, description, tags and properties merged, hidden = the
-        job's isArchived) and PATCH runs/{id}/tags with tagsToModify/tagsToDelete. The job resource then
-        answers with them where the REST spec puts them (properties.tags, displayName, description, isArchived)."""
-        if not isinstance(body, dict):
-            raise HTTPError(400, "UserError", "The request body must be a JSON object.")
-        state = self._job(run_id)
-        with self._lock:
-            props = state.body.setdefault("properties", {})
-            tags = dict(props.get("tags") or {})
-            if rest in ("", "/"):
-                for key, field_name in (("displayName", "displayName"), ("description", "description"),
-                                        ("hidden", "isArchived")):
-                    if body.get(key) is not None:
-                        props[field_name] = body[key]
-                tags.update(body.get("tags") or {})
-                if body.get("properties"):
-                    props["properties"] = {**(props.get("properties") or {}), **body["properties"]}
-            elif rest == "/tags":
-                tags.update(body.get("tagsToModify") or {})
-                for key in body.get("tagsToDelete") or []:
-                    tags.pop(key, None)
-            else:
-                raise HTTPError(404, "NotFound", f"The emulator has no route for PATCH runs/{run_id}{rest}")
-            props["tags"] = tags
-            self.run_patches.append((run_id, rest or "/", copy.deepcopy(body)))
-            return _json(200, self._run(state, self._status(state, advance=False)))
-
-    def _run(self, state: JobState, status: str) -> Dict[str, Any]:
-        run: Dict[str, Any] = {
-            "runId": state.name,
-            "runUuid": str(uuid.uuid5(uuid.NAMESPACE_URL, state.name)),
-            "status": status,
-            "target": (state.props.get("computeId") or "").rsplit("/", 1)[-1] or None,
-            "createdTimeUtc": _now_iso(state.created),
-            "startTimeUtc": _now_iso(state.started) if state.started is not None else None,
-            "tags": dict(state.props.get("tags") or {}),
-            "properties": dict(state.props.get("properties") or {}),
-            "runType": "azureml.scriptrun",
-            "experimentId": str(uuid.uuid5(uuid.NAMESPACE_URL, state.props.get("experimentName") or "Default")),
-            "displayName": state.props.get("displayName") or state.name,
-        }
-        if status in TERMINAL_STATUSES:
-            run["endTimeUtc"] = _now_iso()
-        if status == "Failed":
-            err = state.script.error or {"code": "UserError", "message": "Job failed (scripted by the emulator)."}
-            run["error"] = {"error": err}
-        elif status in ("NotResponding", "Paused") and state.script.error:   # e.g. a lost or preempted node
-            run["error"] = {"error": state.script.error}
-        return run
-
-    # -- logs ----------------------------------------------------------------------------------------
-    def _world_size(self, state: JobState) -> int:
-        dist = state.props.get("distribution") or {}
-        nodes = int((state.props.get("resources") or {}).get("instanceCount") or 1)
-        dtype = dist.get("distributionType")
-        if dtype in ("PyTorch", "Mpi"):
-            return nodes * int(dist.get("processCountPerInstance") or 1)
-        if dtype == "TensorFlow":
-            return int(dist.get("workerCount") or nodes) + int(dist.get("parameterServerCount") or 0)
-        return nodes                  # without a distribution the command runs once on every node
-
-    def _log_names(self, state: JobState) -> List[str]:
-        """Every rank's user log, in rank order: a TensorFlow job's parameter servers come after its workers,
-        each named ..._K_ps.txt (K counting parameter servers from 0, as the SDK's rank-0 pattern implies)."""
-        if not state.props.get("distribution") and self._world_size(state) == 1:
-            return ["user_logs/std_log.txt"]
-        world, w = self._world_size(state), self.log_name_width
-        dist = state.props.get("distribution") or {}
-        servers = int(dist.get("parameterServerCount") or 0) if dist.get("distributionType") == "TensorFlow" else 0
-        names = [f"user_logs/std_log_process_{i:0{w}d}.txt" for i in range(world - servers)]
-        return names + [f"user_logs/std_log_process_{k:0{w}d}_ps.txt" for k in range(servers)]
-
-    def _log_url(self, state: JobState, name: str) -> str:
-        return (f"{self.storage_url}/{ARTIFACT_CONTAINER}/ExperimentRun/dcid.{state.name}/"
-                f"{quote(name)}?{SAS_QUERY.replace('sr=c', 'sr=b').replace('sp=racwl', 'sp=r')}")
-
-    def _log_text(self, state: JobState, name: str) -> str:
-        names = self._log_names(state)
-        if name not in names:
-            raise KeyError(name)
-        rank = names.index(name)
-        lines = self._generated_lines(state, name, rank, len(names))
-        out, done = [], 0
-        for at, text in state.appended.get(rank, []):
-            at = min(at, len(lines))
-            out.extend(line + "\n" for line in lines[done:at])
-            done = max(done, at)
-            out.append(text)
-        out.extend(line + "\n" for line in lines[done:])
-        return "".join(out)
-
-    def _generated_lines(self, state: JobState, name: str, rank: int, world: int) -> List[str]:
-        statuses = state.script.statuses
-        position = self._position(state, advance=False)
-        if state.cancel_requested is not None:
-            position = state.frozen_position if state.frozen_position is not None else position
-        running = [i for i, s in enumerate(statuses) if s in ("Running", "Finalizing")]
-        lines: List[str] = []
-        if running:
-            start = running[0]
-            terminal = next((i for i, s in enumerate(statuses) if s in TERMINAL_STATUSES), len(statuses))
-            upto = min(position, terminal)
-            count = int((upto - start) * state.script.log_lines_per_step) + 1 if upto >= start else 0
-            for k in range(count):
-                lines.append(
-                    f"[rank {rank}/{world}] {state.name} step {k}: loss={1.0 / (k + 1):.4f}" if k
-                    else f"[rank {rank}/{world}] {state.name} started: {state.props.get('command', '')}"
-                )
-            if position >= terminal and terminal < len(statuses) and statuses[terminal] == "Completed":
-                lines.append(f"[rank {rank}/{world}] {state.name} finished")
-        return lines
-
-    # -- blob storage (path style: /<account>/<container>/<blob>) ------------------------------------------
-    def _blob(self, method: str, rest: str, query: Dict[str, str], headers: Dict[str, str],
-              body: bytes) -> Tuple[int, Dict[str, str], bytes]:
-        if "sig" not in query and not headers.get("authorization"):
-            raise HTTPError(403, "AuthenticationFailed", "Server failed to authenticate the request (no SAS).",
-                            {"x-ms-error-code": "AuthenticationFailed"})
-        rest = rest.lstrip("/")
-        container, _, blob_name = rest.partition("/")
-        blob_name = unquote(blob_name)
-        container = unquote(container)
-        self.artifacts.check_access(container, query, headers)
-        comp, restype = query.get("comp"), query.get("restype")
-        base = {"x-ms-version": headers.get("x-ms-version", "2021-08-06"), "x-ms-request-id": str(uuid.uuid4())}
-        if restype == "container" and not blob_name:
-            if method == "GET" and comp == "list":
-                return self._list_blobs(container, query, base)
-            if method in ("GET", "HEAD"):
-                return 200, dict(base, **{"ETag": '"0x1"', "Last-Modified": _http_date(time.time())}), b""
-            if method == "PUT":
-                return 201, base, b""
-        key = (container, blob_name)
-        if method == "PUT":
-            if comp == "block":
-                with self._lock:
-                    self._blocks.setdefault(key, {})[query["blockid"]] = body
-                return 201, base, b""
-            if comp == "blocklist":
-                ids = [el.text or "" for el in ElementTree.fromstring(body)]
-                with self._lock:
-                    staged = self._blocks.pop(key, {})
-                    data = b"".join(staged[i] for i in ids)
-                    blob = Blob(data, headers.get("x-ms-blob-content-type", "application/octet-stream"),
-                                _meta(headers))
-                    self.blobs[key] = blob
-                return 201, dict(base, ETag=blob.etag, **{"Last-Modified": _http_date(blob.last_modified)}), b""
-            if comp == "metadata":
-                with self._lock:
-                    blob = self._get_blob(key)
-                    blob.metadata = _meta(headers)
-                return 200, dict(base, ETag=blob.etag), b""
-            if comp is None:
-                blob = Blob(body, headers.get("x-ms-blob-content-type") or headers.get("content-type")
-                            or "application/octet-stream", _meta(headers))
-                with self._lock:
-                    self.blobs[key] = blob
-                return 201, dict(base, ETag=blob.etag, **{"Last-Modified": _http_date(blob.last_modified),
-                                                          "x-ms-request-server-encrypted": "true"}), b""
-        if method in ("GET", "HEAD"):
-            blob = self._blob_or_log(key)
-            return self._serve_blob(method, blob, headers, base)
-        if method == "DELETE":
-            with self._lock:
-                self._get_blob(key)
-                del self.blobs[key]
-            return 202, base, b""
-        raise HTTPError(400, "UnsupportedHttpVerb", f"The emulator does not support {method} {rest}")
-
-    def _get_blob(self, key: Tuple[str, str]) -> Blob:
-        if key not in self.blobs:
-            raise HTTPError(404, "BlobNotFound", "The specified blob does not exist.", {"x-ms-error-code": "BlobNotFound"})
-        return self.blobs[key]
-
-    def _blob_or_log(self, key: Tuple[str, str]) -> Blob:
-        container, name = key
-        m = re.match(r"^ExperimentRun/dcid\.([^/]+)/(.+)$", name)
-        with self._lock:
-            if container == ARTIFACT_CONTAINER and m and m.group(1) in self._jobs:
-                state = self._jobs[m.group(1)]
-                try:
-                    text = self._log_text(state, m.group(2))
-                except KeyError:
-                    pass
-                else:
-                    return Blob(text.encode("utf-8"), "text/plain; charset=utf-8", {}, state.created)
-            return self._get_blob(key)
-
-    def _serve_blob(self, method: str, blob: Blob, headers: Dict[str, str],
-                    base: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
-        data = blob.data
-        out = dict(base)
-        out.update({"Content-Type": blob.content_type, "ETag": blob.etag,
-                    "Last-Modified": _http_date(blob.last_modified), "x-ms-blob-type": "BlockBlob",
-                    "Accept-Ranges": "bytes", "x-ms-creation-time": _http_date(blob.last_modified),
-                    "x-ms-lease-state": "available", "x-ms-lease-status": "unlocked",
-                    "x-ms-server-encrypted": "true"})
-        for k, v in blob.metadata.items():
-            out[f"x-ms-meta-{k}"] = v
-        rng = headers.get("x-ms-range") or headers.get("range")
-        status = 200
-        if rng:
-            # Only the two documented forms, bytes=START- and bytes=START-END; a suffix range
-            # (bytes=-N) or anything else is a malformed header to the Blob service.
-            m = re.match(r"bytes=(\d+)-(\d*)$", rng.strip())
-            if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
-                raise HTTPError(400, "InvalidHeaderValue", "The value for one of the HTTP headers is not in the "
-                                "correct format.", {"x-ms-error-code": "InvalidHeaderValue"})
-            size = len(data)
-            start = int(m.group(1))
-            end = int(m.group(2)) if m.group(2) else size - 1
-            if start >= size:
-                out["Content-Range"] = f"bytes */{size}"
-                raise HTTPError(416, "InvalidRange", "The range specified is invalid for the current size of the resource.",
-                                {"Content-Range": f"bytes */{size}", "x-ms-error-code": "InvalidRange"})
-            end = min(end, size - 1)
-            out["Content-Range"] = f"bytes {start}-{end}/{size}"
-            data = data[start:end + 1]
-            status = 206
-        if method == "HEAD":
-            out["Content-Length"] = str(len(data))
-            return status, out, b""
-        return status, out, data
-
-    def _list_blobs(self, container: str, query: Dict[str, str], base: Dict[str, str]) -> Tuple[int, Dict[str, str], bytes]:
-        prefix = query.get("prefix", "")
-        delimiter = query.get("delimiter")
-        include_meta = "metadata" in (query.get("include") or "")
-        max_results = int(query.get("maxresults") or 5000)
-        marker = query.get("marker") or ""
-        with self._lock:
-            blobs = {n: b for (c, n), b in self.blobs.items() if c == container and n.startswith(prefix)}
-            blobs.update(self.artifacts.listed(container, prefix))
-            names = sorted(n for n in blobs if n > marker)
-            items: List[str] = []
-            prefixes: List[str] = []
-            next_marker = ""
-            last = ""
-            for n in names:
-                if delimiter:
-                    cut = n.find(delimiter, len(prefix))
-                    if cut >= 0:
-                        p = n[: cut + len(delimiter)]
-                        if p not in prefixes:
-                            prefixes.append(p)
-                        continue
-                if len(items) >= max_results:
-                    next_marker = last
-                    break
-                last = n
-                b = blobs[n]
-                meta = "".join(f"<{k}>{xml_escape(v)}</{k}>" for k, v in b.metadata.items()) if include_meta else ""
-                items.append(
-                    f"<Blob><Name>{xml_escape(n)}</Name><Properties>"
-                    f"<Creation-Time>{_http_date(b.last_modified)}</Creation-Time>"
-                    f"<Last-Modified>{_http_date(b.last_modified)}</Last-Modified><Etag>{b.etag}</Etag>"
-                    f"<Content-Length>{len(b.data)}</Content-Length><Content-Type>{xml_escape(b.content_type)}"
-                    f"</Content-Type><BlobType>BlockBlob</BlobType><LeaseStatus>unlocked</LeaseStatus>"
-                    f"<LeaseState>available</LeaseState><ServerEncrypted>true</ServerEncrypted></Properties>"
-                    + (f"<Metadata>{meta}</Metadata>" if include_meta else "") + "</Blob>"
-                )
-        xml = (
-            '<?xml version="1.0" encoding="utf-8"?>'
-            f'<EnumerationResults ServiceEndpoint="{xml_escape(self.storage_url)}/" ContainerName="{xml_escape(container)}">'
-            f"<Prefix>{xml_escape(prefix)}</Prefix><MaxResults>{max_results}</MaxResults>"
-            + (f"<Delimiter>{xml_escape(delimiter)}</Delimiter>" if delimiter else "")
-            + "<Blobs>" + "".join(items)
-            + "".join(f"<BlobPrefix><Name>{xml_escape(p)}</Name></BlobPrefix>" for p in prefixes)
-            + f"</Blobs><NextMarker>{xml_escape(next_marker)}</NextMarker></EnumerationResults>"
-        ).encode("utf-8")
-        return 200, dict(base, **{"Content-Type": "application/xml"}), xml
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _retry_after(seconds: float) -> Dict[str, str]:
-    """ARM sends whole seconds (the SDK deserializes the LRO Retry-After header as int); a
-    fractional delay is sent as x-ms-retry-after-ms, which azure-core's polling also honours."""
-    if float(seconds).is_integer():
-        return {"Retry-After": str(int(seconds))}
-    return {"x-ms-retry-after-ms": str(int(round(seconds * 1000)))}
-
-
-def _meta(headers: Dict[str, str]) -> Dict[str, str]:
-    return {k[len("x-ms-meta-"):]: v for k, v in headers.items() if k.startswith("x-ms-meta-")}
-
-
-def _system_data() -> Dict[str, Any]:
-    now = _now_iso()
-    return {"createdAt": now, "createdBy": "dtrain emulator", "createdByType": "User",
-            "lastModifiedAt": now, "lastModifiedBy": "dtrain emulator", "lastModifiedByType": "User"}
-
-
-def _public(resource: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in resource.items() if not k.startswith("_")}
-
-
-def _parse_json(raw: bytes) -> Any:
-    if not raw:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-
-
-def _json(status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> Tuple[int, Dict[str, str], bytes]:
-    out = {"Content-Type": "application/json; charset=utf-8"}
-    out.update(headers or {})
-    if isinstance(payload, dict):
-        payload = _public(payload)
-    return status, out, json.dumps(payload).encode("utf-8")
-
-
-def _error_payload(status: int, code: str, message: str, blob: bool) -> Tuple[str, bytes]:
-    if blob:
-        xml = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{xml_escape(code)}</Code>'
-               f"<Message>{xml_escape(message)}</Message></Error>")
-        return "application/xml", xml.encode("utf-8")
-    body = {"error": {"code": code, "message": message, "target": None, "details": [],   # as recorded (ray job 400)
-                      "additionalInfo": [{"type": "ComponentName", "info": {"value": "managementfrontend"}}]}}
-    return "application/json; charset=utf-8", json.dumps(body).encode("utf-8")
 
 
 class _Server(ThreadingHTTPServer):
