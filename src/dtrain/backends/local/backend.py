@@ -26,8 +26,8 @@ from .plan import LocalPlan, build_plan, check_mpirun
 from .supervisor import grace_seconds, job_grace
 from .watchdog import LOST_STATUS, lost_failure
 from .record import JobRecord
-from .store import (PLAN, STATE, CorruptState, atomic_write_json, checked_home, dtrain_home, ensure_writable,
-                    jobs_root, read_json, read_state, update_state, valid_name, write_state)
+from .store import (LOCK, PLAN, STATE, CorruptState, LockBusy, atomic_write_json, checked_home, dtrain_home,
+                    ensure_writable, jobs_root, read_json, read_state, update_state, valid_name, write_state)
 
 __all__ = ["LocalBackend"]
 
@@ -37,6 +37,9 @@ _START_GRACE_S = 60.0
 _WATCHDOG_WAIT_S = 3.0
 # How long cancel waits for the supervisor beyond the job's grace period before stopping the job itself.
 _CANCEL_MARGIN_S = 5.0
+# How long cancel waits for the job's lock (held for milliseconds by a healthy writer) before it takes down
+# the job's keepers: a supervisor stopped while it wrote the state holds it for good.
+_LOCK_WAIT_S = 5.0
 
 
 def _now() -> str:
@@ -379,7 +382,10 @@ class LocalBackend(Backend):
                 s.cancel_requested = True
                 s.status = "CancelRequested"
 
-        state = update_state(job_dir, request)
+        try:
+            state = update_state(job_dir, request, timeout=_LOCK_WAIT_S)
+        except LockBusy:
+            state = read_state(job_dir)            # held by a stalled writer: the supervisor gets SIGTERM below
         t0 = time.monotonic()
         deadline = t0 + job_grace(state) + _CANCEL_MARGIN_S
         signaled = False
@@ -410,7 +416,19 @@ class LocalBackend(Backend):
             s.status = "Canceled"
             s.ended = _now()
 
-        return _info(update_state(job_dir, force), job_dir)
+        try:
+            return _info(update_state(job_dir, force, timeout=_LOCK_WAIT_S), job_dir)
+        except LockBusy:
+            pass
+        # Still taken: a supervisor stopped while it held the lock never lets go. Take its watchdog and it
+        # down (the lock goes with the process; neither can write a lost state then), and end the job here.
+        _kill_keepers(state)
+        try:
+            return _info(update_state(job_dir, force, timeout=_LOCK_WAIT_S), job_dir)
+        except LockBusy:
+            raise LostTrack(f"cannot cancel '{name}': another process holds its lock ({job_dir / LOCK})",
+                            hint="the process holding it is not the job's supervisor; stop it, then cancel "
+                                 "again") from None
 
     # --- metadata: update, archive (state.json, under its lock) -----------------------------------
     def update(self, name: str, *, tags: dict | None = None, remove_tags=(), display_name: str | None = None,
@@ -525,6 +543,20 @@ def _unreadable(exc: CorruptState) -> JobInfo:
     msg = f"state file {exc.path} {exc.reason}"
     return JobInfo(name=exc.path.parent.name, backend="local", status="Unreadable", url=str(exc.path.parent),
                    failure=FailureInfo(message=msg), last_line=msg)
+
+
+def _kill_keepers(state: JobRecord) -> None:
+    """SIGKILL the job's watchdog and supervisor (each only if it is still the process recorded), and wait
+    up to 5 s for them to be gone."""
+    keepers = [k for k in (state.watchdog or {}, state.supervisor or {})
+               if k.get("pid") and procs.is_alive(k["pid"], k.get("start_time"))]
+    if state.supervisor and state.supervisor.get("pid") in [k["pid"] for k in keepers]:
+        procs.kill_tree(state.supervisor["pid"], state.token)
+    for k in keepers:
+        procs.signal_pid(k["pid"], 9)
+    deadline = time.monotonic() + 5
+    while any(procs.is_alive(k["pid"], k.get("start_time")) for k in keepers) and time.monotonic() < deadline:
+        time.sleep(0.02)                           # a zombie counts as gone (is_alive): its lock is released
 
 
 def _stop_leftovers(state: JobRecord) -> int:

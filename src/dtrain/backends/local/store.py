@@ -21,6 +21,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,21 +153,39 @@ def write_state(job_dir: Path, state: JobRecord) -> None:
     atomic_write_json(Path(job_dir) / STATE, state.to_dict())
 
 
+class LockBusy(Exception):
+    """The job's lock was not free within the time given: a process holds it and does not let go (a
+    supervisor stopped while it wrote the state)."""
+
+
 @contextlib.contextmanager
-def locked(job_dir: Path):
-    """Exclusive lock for a read-modify-write of state.json (supervisor, cancel, status repair)."""
+def locked(job_dir: Path, timeout: float | None = None):
+    """Exclusive lock for a read-modify-write of state.json (supervisor, cancel, status repair); with
+    `timeout`, LockBusy when it is not free by then (a holder that never lets go must not hang a cancel)."""
     fd = os.open(str(Path(job_dir) / LOCK), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockBusy(f"the lock of {job_dir} stayed taken for {timeout:g} s") from None
+                    time.sleep(0.05)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def update_state(job_dir: Path, fn: Callable[[JobRecord], object]) -> JobRecord:
-    """Apply fn(state) under the lock and write the result atomically. Returns the new state."""
-    with locked(job_dir):
+def update_state(job_dir: Path, fn: Callable[[JobRecord], object], timeout: float | None = None) -> JobRecord:
+    """Apply fn(state) under the lock and write the result atomically. Returns the new state. With
+    `timeout`: LockBusy when the lock is not free by then (locked)."""
+    with locked(job_dir, timeout):
         state = read_state(job_dir)
         fn(state)
         write_state(job_dir, state)
