@@ -371,6 +371,17 @@ def test_port_templates_render():
     assert len(set(ports)) == 3
 
 
+def test_rendezvous_ports_are_picked_below_the_ephemeral_range(monkeypatch):
+    """Outgoing connections take their ports from the ephemeral range: a rank's MASTER_PORT picked there
+    could be taken before the rank binds it (EADDRINUSE, seen in CI); below it, only a listener can."""
+    low = lenv._ephemeral_low()
+    for _ in range(20):
+        ports = lenv.free_ports(4)
+        assert len(set(ports)) == 4 and all(lenv.PORTS_FROM <= p < low for p in ports), (ports, low)
+    monkeypatch.setattr(lenv, "_ephemeral_low", lambda: lenv.PORTS_FROM)   # no room below: the kernel picks
+    assert len(set(lenv.free_ports(2))) == 2
+
+
 def test_unknown_job_is_not_found(dtrain_home):
     from dtrain.errors import JobNotFound
 

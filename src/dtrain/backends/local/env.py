@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import socket
 
 LOCALHOST = "127.0.0.1"
+PORTS_FROM = 20000       # the local ranks' rendezvous ports are picked from here up to the ephemeral range
 PORT_TEMPLATE = "<port {}, chosen at submit>"
 _PORT_RE = re.compile(r"<port (\d+), chosen at submit>")
 
@@ -33,14 +35,25 @@ def log_name(rank: int) -> str:
 
 
 def free_ports(n: int) -> list[int]:
-    """n distinct ports free right now (bound to port 0 and released together so they differ). Called by
-    submit only: a plan never opens a socket."""
-    socks, ports = [], []
+    """n distinct ports free right now. Picked below the kernel's ephemeral range where there is room (the
+    range every outgoing connection takes its port from, so a port picked there can be taken by one before
+    the rank binds it), else as the kernel gives them (bound to port 0); all held at once so they differ.
+    Called by submit only: a plan never opens a socket."""
+    socks: list[socket.socket] = []
+    ports: list[int] = []
+    low = _ephemeral_low()
+    pool = random.sample(range(PORTS_FROM, low), min(200, low - PORTS_FROM)) if low - PORTS_FROM >= 100 else []
     try:
-        for _ in range(n):
+        for want in pool + [0] * n:
+            if len(ports) == n:
+                break
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((LOCALHOST, 0))
+            try:
+                s.bind((LOCALHOST, want))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
             ports.append(s.getsockname()[1])
     finally:
@@ -48,6 +61,16 @@ def free_ports(n: int) -> list[int]:
             with contextlib.suppress(OSError):
                 s.close()
     return ports
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range), or
+    PORTS_FROM where it cannot be read (then the kernel picks)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return PORTS_FROM
 
 
 def render_ports(value: str, ports: list[int]) -> str:
