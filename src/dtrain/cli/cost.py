@@ -56,13 +56,10 @@ def cost(
 
 def cluster_reader(ws):
     """compute name -> (VM size, region) read from the workspace, once per name (cost.estimate's `cluster`)."""
-    seen: dict = {}
+    from functools import cache
 
-    def read(name: str):
-        if name not in seen:
-            seen[name] = runner(ws).cluster(name)
-        return seen[name]
-    return read
+    one = cache(lambda: runner(ws))       # one Runner, so one workspace client, for every name
+    return cache(lambda name: one().cluster(name))
 
 
 def estimate_specs(spec: str, sets, allow, matrix, *, hours=None, region=None, tier=None, online: bool = False,

@@ -11,7 +11,6 @@ another process waits on it would let two builds of one hash run at once.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import is_terminal
-from .jobenv import READY
+from .jobenv import READY, _lock
 from .store import PLAN, STATE, CorruptState, read_state, tree_size
 
 
@@ -87,27 +86,31 @@ def _last_used(d: Path) -> float:
 
 
 def _remove_if_unused(envs: Path, d: Path, older_than_s: float, now: float, dry_run: bool) -> EnvFolder | None:
-    fd = os.open(envs / f"{d.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None                         # being built or reused right now
-        try:
-            last = _last_used(d)
-        except FileNotFoundError:
-            return None
-        if now - last < older_than_s:
-            return None
-        folder = EnvFolder(str(d), tree_size(d), last)
-        if dry_run:
-            return folder
-        trash = envs / f".trash-{d.name}-{secrets.token_hex(4)}"
-        os.rename(d, trash)                     # under the lock: a reuse sees it whole or not at all
-    finally:
-        os.close(fd)
-    shutil.rmtree(trash, ignore_errors=True)
+        with _lock(envs / f"{d.name}.lock", wait=False):
+            folder, trash = _take_out(envs, d, older_than_s, now, dry_run)
+    except BlockingIOError:
+        return None                             # being built or reused right now
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
     return folder
+
+
+def _take_out(envs: Path, d: Path, older_than_s: float, now: float, dry_run: bool):
+    """Under the environment's lock: (the folder, its trash name) when unused for the age, renamed aside
+    unless dry_run (a reuse sees it whole or not at all); (None, None) when it stays."""
+    try:
+        last = _last_used(d)
+    except FileNotFoundError:
+        return None, None
+    if now - last < older_than_s:
+        return None, None
+    folder = EnvFolder(str(d), tree_size(d), last)
+    if dry_run:
+        return folder, None
+    trash = envs / f".trash-{d.name}-{secrets.token_hex(4)}"
+    os.rename(d, trash)
+    return folder, trash
 
 
 def clean_trash(envs: Path) -> None:

@@ -206,17 +206,23 @@ def _failed(env: JobEnv, tail: list) -> UsageError:
 
 
 class _lock:
-    """flock(2) on a file beside the environments: one build per hash at a time on this machine."""
+    """flock(2) on a file beside the environments: one build per hash at a time on this machine. With
+    wait=False, BlockingIOError at once when it is taken (clean_envs: a busy environment is left alone)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, wait: bool = True):
         self.path = path
+        self.wait = wait
         self.fd = -1
 
     def __enter__(self):
         import fcntl
 
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException:
+            os.close(self.fd)
+            raise
         return self
 
     def __exit__(self, *exc):
